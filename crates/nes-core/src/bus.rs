@@ -1,0 +1,196 @@
+//! The CPU's address space and the console clock.
+//!
+//! | range        | device |
+//! |--------------|--------|
+//! | $0000-$1FFF  | 2 KiB RAM, mirrored every $800 |
+//! | $2000-$3FFF  | PPU registers, mirrored every 8 |
+//! | $4000-$4017  | APU, OAM DMA ($4014), controllers ($4016/$4017) |
+//! | $4018-$401F  | disabled test registers: open bus |
+//! | $4020-$FFFF  | cartridge |
+//!
+//! Each CPU access is one CPU cycle: the bus first runs the PPU for 3 dots and the APU for one
+//! cycle, then performs the access. Reads of unmapped addresses return the last value on the
+//! data bus (open bus). DMA units steal cycles by halting the CPU on its next read cycle.
+
+use crate::apu::Apu;
+use crate::cart::Cart;
+use crate::controller::Controllers;
+use crate::cpu::CpuBus;
+use crate::ppu::Ppu;
+use crate::state::{Snapshot, StateError, StateReader, StateWriter};
+
+#[derive(Clone, Debug)]
+pub struct Bus {
+    pub ram: [u8; 0x800],
+    pub ppu: Ppu,
+    pub apu: Apu,
+    pub cart: Cart,
+    pub pads: Controllers,
+    /// CPU cycles since power-on.
+    pub cycles: u64,
+    /// Last value driven on the CPU data bus.
+    pub open_bus: u8,
+    /// Page written to $4014, until the DMA runs.
+    oam_dma: Option<u8>,
+}
+
+impl Bus {
+    pub fn new(cart: Cart) -> Bus {
+        Bus {
+            ram: [0; 0x800],
+            ppu: Ppu::new(),
+            apu: Apu::new(),
+            cart,
+            pads: Controllers::default(),
+            cycles: 0,
+            open_bus: 0,
+            oam_dma: None,
+        }
+    }
+
+    /// One CPU cycle of time for everything but the CPU.
+    #[inline(always)]
+    fn tick(&mut self) {
+        self.cycles += 1;
+        self.ppu.tick(&mut self.cart);
+        self.ppu.tick(&mut self.cart);
+        self.ppu.tick(&mut self.cart);
+        self.apu.tick();
+    }
+
+    /// A read without the clock: what the CPU would see at `addr` now.
+    #[inline]
+    fn read_mem(&mut self, addr: u16) -> u8 {
+        match addr {
+            0x0000..=0x1fff => self.ram[addr as usize & 0x7ff],
+            0x2000..=0x3fff => self.ppu.cpu_read(addr, &mut self.cart),
+            0x4015 => (self.apu.read_status() & !0x20) | (self.open_bus & 0x20),
+            0x4016 | 0x4017 => (self.open_bus & 0xe0) | self.pads.read((addr & 1) as usize),
+            0x4000..=0x401f => self.open_bus,
+            _ => self.cart.cpu_read(addr).unwrap_or(self.open_bus),
+        }
+    }
+
+    #[inline]
+    fn write_mem(&mut self, addr: u16, v: u8) {
+        match addr {
+            0x0000..=0x1fff => self.ram[addr as usize & 0x7ff] = v,
+            0x2000..=0x3fff => self.ppu.cpu_write(addr, v, &mut self.cart),
+            0x4014 => self.oam_dma = Some(v),
+            0x4016 => self.pads.write_strobe(v),
+            0x4000..=0x4017 => self.apu.write(addr, v),
+            0x4018..=0x401f => {}
+            _ => self.cart.cpu_write(addr, v, self.cycles),
+        }
+    }
+
+    /// OAM DMA: the CPU halts on its next read, one more cycle aligns to a read ("get")
+    /// cycle if needed, then 256 get/put pairs copy page `page` to $2004: 513 or 514 cycles.
+    fn run_oam_dma(&mut self, page: u8, halted_addr: u16) {
+        self.tick();
+        self.read_mem(halted_addr);
+        if self.cycles & 1 == 1 {
+            self.tick();
+            self.read_mem(halted_addr);
+        }
+        let base = (page as u16) << 8;
+        for i in 0..256u16 {
+            self.tick();
+            self.service_dmc_dma();
+            let v = self.read_mem(base | i);
+            self.open_bus = v;
+            self.tick();
+            self.ppu.cpu_write(0x2004, v, &mut self.cart);
+        }
+    }
+
+    /// DMC sample fetch: stalls the CPU for 4 cycles (3 idle, 1 read) on a read cycle.
+    #[inline]
+    fn service_dmc_dma(&mut self) {
+        if let Some(addr) = self.apu.dmc_dma_request() {
+            for _ in 0..3 {
+                self.tick();
+            }
+            self.tick();
+            let v = self.read_mem(addr);
+            self.open_bus = v;
+            self.apu.dmc_dma_complete(v);
+        }
+    }
+
+    /// A debug read with no side effects: RAM, PRG RAM and ROM; I/O registers read as 0.
+    pub fn peek(&self, addr: u16) -> u8 {
+        match addr {
+            0x0000..=0x1fff => self.ram[addr as usize & 0x7ff],
+            0x4020..=0xffff => self.cart.cpu_read(addr).unwrap_or(0),
+            _ => 0,
+        }
+    }
+}
+
+impl CpuBus for Bus {
+    #[inline(always)]
+    fn read(&mut self, addr: u16) -> u8 {
+        if let Some(page) = self.oam_dma.take() {
+            self.run_oam_dma(page, addr);
+        }
+        self.service_dmc_dma();
+        self.tick();
+        let v = self.read_mem(addr);
+        // $4015 is read inside the CPU: the external data bus keeps its old value.
+        if addr != 0x4015 {
+            self.open_bus = v;
+        }
+        v
+    }
+
+    #[inline(always)]
+    fn write(&mut self, addr: u16, v: u8) {
+        self.tick();
+        self.open_bus = v;
+        self.write_mem(addr, v);
+    }
+
+    #[inline(always)]
+    fn nmi_line(&self) -> bool {
+        self.ppu.nmi()
+    }
+
+    #[inline(always)]
+    fn irq_line(&self) -> bool {
+        self.apu.irq() || self.cart.irq()
+    }
+
+    #[inline(always)]
+    fn idle(&mut self) {
+        self.tick();
+    }
+}
+
+impl Snapshot for Bus {
+    fn save(&self, w: &mut StateWriter<'_>) {
+        w.bytes(&self.ram);
+        w.u64(self.cycles);
+        w.u8(self.open_bus);
+        w.bool(self.oam_dma.is_some());
+        w.u8(self.oam_dma.unwrap_or(0));
+        self.pads.save(w);
+        self.cart.save(w);
+        self.ppu.save(w);
+        self.apu.save(w);
+    }
+
+    fn load(&mut self, r: &mut StateReader<'_>) -> Result<(), StateError> {
+        r.bytes(&mut self.ram)?;
+        self.cycles = r.u64()?;
+        self.open_bus = r.u8()?;
+        let dma = r.bool()?;
+        let page = r.u8()?;
+        self.oam_dma = if dma { Some(page) } else { None };
+        self.pads.load(r)?;
+        self.cart.load(r)?;
+        self.ppu.load(r)?;
+        self.apu.load(r)?;
+        Ok(())
+    }
+}

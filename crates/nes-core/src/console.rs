@@ -1,0 +1,181 @@
+//! The console: a 2A03 CPU driving the [`Bus`] (RAM, PPU, APU, cartridge, controllers).
+//!
+//! A *frame* ends when the PPU enters vertical blank (scanline 241, dot 1): at that point the
+//! picture is complete, and the NMI that games use to read input and run their logic is about
+//! to fire. So `set_buttons` then `run_frame` gives the game exactly one frame of that input.
+
+use crate::bus::Bus;
+use crate::cart::{Cart, RomError};
+use crate::cpu::{Cpu, Fault};
+use crate::ppu::{HEIGHT, WIDTH};
+use crate::state::{fnv1a, Snapshot, StateError, StateReader, StateWriter};
+
+/// Bumped whenever the saved fields change; older states are refused.
+pub const STATE_VERSION: u32 = 1;
+const STATE_MAGIC: &[u8; 8] = b"NESLEST\0";
+/// magic(8) + version(4) + body length(4) + ROM hash(8).
+const HEADER_LEN: usize = 24;
+const CHECKSUM_LEN: usize = 8;
+
+#[derive(Clone, Debug)]
+pub struct Console {
+    pub cpu: Cpu,
+    pub bus: Bus,
+}
+
+impl Console {
+    /// Parses an iNES / NES 2.0 ROM and powers the console on.
+    #[cfg(feature = "alloc")]
+    pub fn new(rom: &[u8]) -> Result<Console, RomError> {
+        Ok(Console::with_cart(Cart::from_ines(rom)?))
+    }
+
+    /// Powers on a console with this cartridge.
+    pub fn with_cart(cart: Cart) -> Console {
+        Console { cpu: Cpu::new(), bus: Bus::new(cart) }
+    }
+
+    /// The reset button.
+    pub fn reset(&mut self) {
+        self.cpu.reset();
+        self.bus.ppu.reset();
+        self.bus.apu.reset();
+        self.bus.cart.reset();
+    }
+
+    /// Buttons held on pad 0 or 1: bit 0 A, 1 B, 2 Select, 3 Start, 4 Up, 5 Down, 6 Left, 7 Right.
+    pub fn set_buttons(&mut self, pad: usize, buttons: u8) {
+        self.bus.pads.buttons[pad & 1] = buttons;
+    }
+
+    /// Executes one instruction (or interrupt sequence).
+    #[inline]
+    pub fn step(&mut self) {
+        self.cpu.step(&mut self.bus);
+    }
+
+    /// Runs until the PPU enters vertical blank, i.e. one whole frame.
+    pub fn run_frame(&mut self) {
+        self.bus.ppu.frame_complete = false;
+        while !self.bus.ppu.frame_complete {
+            self.cpu.step(&mut self.bus);
+        }
+        self.bus.ppu.frame_complete = false;
+    }
+
+    /// CPU RAM ($0000-$07FF).
+    pub fn ram(&self) -> &[u8; 0x800] {
+        &self.bus.ram
+    }
+
+    /// A side-effect-free debug read of RAM, PRG RAM or ROM.
+    pub fn peek(&self, addr: u16) -> u8 {
+        self.bus.peek(addr)
+    }
+
+    /// The last frame as palette indices (0..63), row-major, 256x240.
+    pub fn pixels(&self) -> &[u8; WIDTH * HEIGHT] {
+        &self.bus.ppu.pixels
+    }
+
+    /// Turns pixel output on or off. The game cannot tell the difference.
+    pub fn set_render(&mut self, on: bool) {
+        self.bus.ppu.render_pixels = on;
+    }
+
+    /// Frames the PPU has started since power-on.
+    pub fn frame_count(&self) -> u64 {
+        self.bus.ppu.frame
+    }
+
+    /// CPU cycles since power-on.
+    pub fn cycles(&self) -> u64 {
+        self.bus.cycles
+    }
+
+    /// Set when the CPU halted (JAM opcode); the console then only lets time pass.
+    pub fn fault(&self) -> Option<Fault> {
+        self.cpu.fault
+    }
+
+    pub fn cart(&self) -> &Cart {
+        &self.bus.cart
+    }
+
+    /// Size in bytes of a save state of this console.
+    pub fn state_size(&self) -> usize {
+        let mut w = StateWriter::new(&mut []);
+        self.save_body(&mut w);
+        HEADER_LEN + w.len() + CHECKSUM_LEN
+    }
+
+    fn save_body(&self, w: &mut StateWriter<'_>) {
+        self.cpu.save(w);
+        self.bus.save(w);
+    }
+
+    /// Writes a save state into `buf` and returns its length. The ROM is not included, only
+    /// its hash.
+    pub fn save_state_into(&self, buf: &mut [u8]) -> Result<usize, StateError> {
+        let size = self.state_size();
+        if buf.len() < size {
+            return Err(StateError::BufferTooSmall { needed: size, got: buf.len() });
+        }
+        let body_len = size - HEADER_LEN - CHECKSUM_LEN;
+        buf[0..8].copy_from_slice(STATE_MAGIC);
+        buf[8..12].copy_from_slice(&STATE_VERSION.to_le_bytes());
+        buf[12..16].copy_from_slice(&(body_len as u32).to_le_bytes());
+        buf[16..24].copy_from_slice(&self.bus.cart.rom_hash().to_le_bytes());
+        let mut w = StateWriter::new(&mut buf[HEADER_LEN..HEADER_LEN + body_len]);
+        self.save_body(&mut w);
+        let sum = fnv1a(&buf[..HEADER_LEN + body_len]);
+        buf[HEADER_LEN + body_len..size].copy_from_slice(&sum.to_le_bytes());
+        Ok(size)
+    }
+
+    #[cfg(feature = "alloc")]
+    pub fn save_state(&self) -> alloc::vec::Vec<u8> {
+        let mut v = alloc::vec![0u8; self.state_size()];
+        let n = self.save_state_into(&mut v).expect("sized by state_size");
+        v.truncate(n);
+        v
+    }
+
+    /// Restores a state saved from a console running the same ROM. On any error the console
+    /// is left exactly as it was.
+    pub fn load_state(&mut self, state: &[u8]) -> Result<(), StateError> {
+        if state.len() < HEADER_LEN + CHECKSUM_LEN {
+            return Err(StateError::Truncated { needed: HEADER_LEN + CHECKSUM_LEN, got: state.len() });
+        }
+        if &state[0..8] != STATE_MAGIC {
+            return Err(StateError::BadMagic);
+        }
+        let version = u32::from_le_bytes(state[8..12].try_into().unwrap());
+        if version != STATE_VERSION {
+            return Err(StateError::Version { found: version, expected: STATE_VERSION });
+        }
+        let body_len = u32::from_le_bytes(state[12..16].try_into().unwrap()) as usize;
+        let total = HEADER_LEN.saturating_add(body_len).saturating_add(CHECKSUM_LEN);
+        if state.len() < total {
+            return Err(StateError::Truncated { needed: total, got: state.len() });
+        }
+        let hash = u64::from_le_bytes(state[16..24].try_into().unwrap());
+        if hash != self.bus.cart.rom_hash() {
+            return Err(StateError::OtherRom { found: hash, expected: self.bus.cart.rom_hash() });
+        }
+        let sum = u64::from_le_bytes(state[HEADER_LEN + body_len..total].try_into().unwrap());
+        if sum != fnv1a(&state[..HEADER_LEN + body_len]) {
+            return Err(StateError::Checksum);
+        }
+        // Load into a scratch copy so a bad field cannot leave the console half-loaded.
+        let mut scratch = self.clone();
+        let mut r = StateReader::new(&state[HEADER_LEN..HEADER_LEN + body_len]);
+        scratch.cpu.load(&mut r)?;
+        scratch.bus.load(&mut r)?;
+        if r.remaining() != 0 {
+            return Err(StateError::BadField("trailing bytes in state body"));
+        }
+        *self = scratch;
+        Ok(())
+    }
+}
