@@ -856,3 +856,6 @@ impl Snapshot for Cpu {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

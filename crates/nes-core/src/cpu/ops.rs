@@ -129,7 +129,7 @@ mod tests {
     #[test]
     fn the_table_has_151_official_opcodes() {
         let official = OPS.iter().filter(|op| !op.mn.unofficial()).count();
-        // 151 official + 27 unofficial NOPs and SBC $EB share official mnemonics.
+        // 151 official opcodes, plus 27 unofficial NOPs and SBC $EB that reuse official mnemonics.
         assert_eq!(official, 151 + 28);
     }
 
