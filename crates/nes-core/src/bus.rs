@@ -32,6 +32,9 @@ pub struct Bus {
     pub open_bus: u8,
     /// Page written to $4014, until the DMA runs.
     oam_dma: Option<u8>,
+    /// The third PPU dot of the current cycle has not run yet (see `tick`). Always false
+    /// between CPU bus operations, so it is not part of save states.
+    ppu_dot_pending: bool,
 }
 
 impl Bus {
@@ -45,17 +48,33 @@ impl Bus {
             cycles: 0,
             open_bus: 0,
             oam_dma: None,
+            ppu_dot_pending: false,
         }
     }
 
-    /// One CPU cycle of time for everything but the CPU.
+    /// One CPU cycle of time for everything but the CPU, up to the point where the cycle's
+    /// memory access happens: the APU cycle and the first 2 of its 3 PPU dots. The third dot
+    /// runs after the access (`finish_cycle`), so the CPU's end-of-cycle NMI sample sees the
+    /// PPU one dot after its access did. That split is what makes the $2002 read race come
+    /// out as on hardware (ppu_vbl_nmi 05-08: reads on the VBL dot or one dot after suppress
+    /// the NMI, two dots after do not).
     #[inline(always)]
     fn tick(&mut self) {
+        self.finish_cycle();
         self.cycles += 1;
         self.ppu.tick(&mut self.cart);
         self.ppu.tick(&mut self.cart);
-        self.ppu.tick(&mut self.cart);
         self.apu.tick();
+        self.ppu_dot_pending = true;
+    }
+
+    /// Runs the current cycle's last PPU dot, if `tick` left it pending.
+    #[inline(always)]
+    fn finish_cycle(&mut self) {
+        if self.ppu_dot_pending {
+            self.ppu_dot_pending = false;
+            self.ppu.tick(&mut self.cart);
+        }
     }
 
     /// A read without the clock: what the CPU would see at `addr` now.
@@ -137,6 +156,7 @@ impl CpuBus for Bus {
         self.service_dmc_dma();
         self.tick();
         let v = self.read_mem(addr);
+        self.finish_cycle();
         // $4015 is read inside the CPU: the external data bus keeps its old value.
         if addr != 0x4015 {
             self.open_bus = v;
@@ -149,6 +169,7 @@ impl CpuBus for Bus {
         self.tick();
         self.open_bus = v;
         self.write_mem(addr, v);
+        self.finish_cycle();
     }
 
     #[inline(always)]
@@ -164,6 +185,7 @@ impl CpuBus for Bus {
     #[inline(always)]
     fn idle(&mut self) {
         self.tick();
+        self.finish_cycle();
     }
 }
 

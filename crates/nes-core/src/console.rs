@@ -5,7 +5,9 @@
 //! to fire. So `set_buttons` then `run_frame` gives the game exactly one frame of that input.
 
 use crate::bus::Bus;
-use crate::cart::{Cart, RomError};
+use crate::cart::Cart;
+#[cfg(feature = "alloc")]
+use crate::cart::RomError;
 use crate::cpu::{Cpu, Fault};
 use crate::ppu::{HEIGHT, WIDTH};
 use crate::state::{fnv1a, Snapshot, StateError, StateReader, StateWriter};

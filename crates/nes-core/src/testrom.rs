@@ -181,17 +181,19 @@ fn screen_text(console: &Console) -> String {
     s
 }
 
-/// Parked: a `JMP *` with IRQs masked.
-fn parked(console: &Console) -> bool {
+/// Parked: IRQs masked, NMIs off, and the CPU inside a small loop (`JMP *`, or a few
+/// instructions ending in a jump back), sampled at the end of a frame.
+fn parked(console: &Console, window: &mut (u16, u16)) -> bool {
     let pc = console.cpu.pc;
-    console.peek(pc) == 0x4c
-        && u16::from_le_bytes([console.peek(pc.wrapping_add(1)), console.peek(pc.wrapping_add(2))]) == pc
-        && console.cpu.p & crate::cpu::I != 0
+    let quiet = console.cpu.p & crate::cpu::I != 0 && console.bus.ppu.ctrl() & 0x80 == 0;
+    *window = (window.0.min(pc), window.1.max(pc));
+    quiet && window.1 - window.0 < 16
 }
 
 fn run_console(mut console: Console, opts: &Options) -> Outcome {
     let mut reset_at: Option<u64> = None;
     let mut parked_frames = 0u32;
+    let mut window = (u16::MAX, 0u16);
     for frame in 0..opts.max_frames {
         let mut buttons = 0u8;
         for p in &opts.presses {
@@ -224,7 +226,12 @@ fn run_console(mut console: Console, opts: &Options) -> Outcome {
                 }
             }
             Protocol::ZpF8 | Protocol::ZpF0 | Protocol::Screen | Protocol::Auto => {
-                parked_frames = if parked(&console) { parked_frames + 1 } else { 0 };
+                if parked(&console, &mut window) {
+                    parked_frames += 1;
+                } else {
+                    parked_frames = 0;
+                    window = (console.cpu.pc, console.cpu.pc);
+                }
                 // Parked for a while (not merely waiting for an NMI): the ROM is done.
                 if parked_frames >= 30 {
                     let text = screen_text(&console);

@@ -1,0 +1,641 @@
+//! The picture processing unit: a Ricoh 2C02 (NTSC), emulated one dot at a time.
+//!
+//! The 2C02 draws 262 scanlines of 341 dots per frame: 240 visible lines (0-239), one idle line
+//! (240), 20 lines of vertical blank (241-260) and the pre-render line (261), which repeats the
+//! visible lines' memory fetches without drawing. On odd frames with rendering on, the
+//! pre-render line is one dot shorter (89,341 instead of 89,342 dots per frame).
+//!
+//! Everything a program can observe comes from *when* the chip does things, so this is a
+//! dot-by-dot model of the real pipeline rather than a per-line renderer:
+//! * the background is fetched 2 tiles ahead into 16-bit shift registers, with the fetch
+//!   schedule of the real chip (nametable, attribute, pattern low, pattern high every 8 dots,
+//!   coarse-X increments every 8 dots, Y at dot 256, horizontal copy at 257, vertical copy at
+//!   280-304 of the pre-render line), so mid-frame writes land on the exact dot;
+//! * sprite evaluation for the next line runs dot by dot over dots 65-256 ([`render`]), with
+//!   the hardware's diagonal-scan overflow bug and the OAMADDR side effects `$2004` can see;
+//! * every video-memory fetch goes through [`Cart::ppu_read`] in hardware order (garbage
+//!   nametable fetches and the pattern fetches of empty sprite slots included), so boards that
+//!   watch A12 (MMC3) see the real address sequence.
+//!
+//! Registers are the "loopy" model: `v` (current VRAM address), `t` (temporary address),
+//! `x` (fine X) and `w` (first/second write toggle).
+//!
+//! Timing contract with the bus: each CPU cycle runs [`Ppu::tick`] twice, then the CPU's access
+//! (if any), then the cycle's third tick, then the CPU samples [`Ppu::nmi`]. That split (the
+//! access sees the PPU one dot before the NMI sample does) is what ppu_vbl_nmi 05-08 measure:
+//! a `$2002` read on the dot VBL is set, or one dot later, reads it set and still cancels the
+//! NMI; two dots later the CPU has already seen the NMI. `scanline`/`dot` name the dot last
+//! processed, so a `$2002` read "at line 241, dot 0" lands just before the VBL flag is set and
+//! cancels it for the frame (see `cpu_read`).
+//!
+//! Measured offsets pinned by test ROMs (all in this file): sprite 0 hit and overflow clear
+//! at pre-render dot 0, one dot before VBL (ppu_sprite_hit 09, ppu_sprite_overflow 03); the
+//! odd-frame skip is decided from PPUMASK as of pre-render dot 338 (ppu_vbl_nmi 10).
+//!
+//! Integer-only, fixed arrays, no heap, no trait objects: the CUDA kernel mirrors this code.
+
+mod render;
+#[cfg(test)]
+mod tests;
+
+use crate::cart::Cart;
+use crate::state::{Snapshot, StateError, StateReader, StateWriter};
+
+pub const WIDTH: usize = 256;
+pub const HEIGHT: usize = 240;
+
+/// Dots per scanline, and scanlines per frame (NTSC).
+pub const DOTS_PER_LINE: u16 = 341;
+pub const LINES_PER_FRAME: u16 = 262;
+/// The line on whose dot 1 the VBL flag is set.
+pub const VBLANK_LINE: u16 = 241;
+/// The pre-render line (often called -1).
+pub const PRERENDER_LINE: u16 = 261;
+
+// PPUCTRL ($2000) bits.
+const CTRL_INC32: u8 = 0x04;
+const CTRL_SPRITE_TABLE: u8 = 0x08;
+const CTRL_BG_TABLE: u8 = 0x10;
+const CTRL_SPRITE_16: u8 = 0x20;
+const CTRL_NMI: u8 = 0x80;
+// PPUMASK ($2001) bits.
+const MASK_GREY: u8 = 0x01;
+const MASK_BG_LEFT: u8 = 0x02;
+const MASK_SPRITE_LEFT: u8 = 0x04;
+const MASK_BG: u8 = 0x08;
+const MASK_SPRITE: u8 = 0x10;
+// PPUSTATUS ($2002) bits.
+const STATUS_OVERFLOW: u8 = 0x20;
+const STATUS_SPRITE0: u8 = 0x40;
+const STATUS_VBLANK: u8 = 0x80;
+// Sprite line buffer bits besides pixel (0-1) and palette (2-3).
+const SPR_LINE_BEHIND: u8 = 0x20;
+const SPR_LINE_ZERO: u8 = 0x40;
+
+/// Palette RAM at power-on, as read from one real console by blargg's `power_up_palette` test.
+/// Real consoles differ; any value is "correct", this one at least is a real one.
+const POWER_UP_PALETTE: [u8; 32] = [
+    0x09, 0x01, 0x00, 0x01, 0x00, 0x02, 0x02, 0x0D, 0x08, 0x10, 0x08, 0x24, 0x00, 0x00, 0x04, 0x2C, //
+    0x09, 0x01, 0x34, 0x03, 0x00, 0x04, 0x00, 0x14, 0x08, 0x3A, 0x00, 0x02, 0x00, 0x20, 0x2C, 0x08,
+];
+
+#[derive(Clone)]
+pub struct Ppu {
+    /// The frame being drawn, as palette indices 0..63 (greyscale applied), row-major.
+    pub pixels: [u8; WIDTH * HEIGHT],
+    /// When false, pixels are not written; everything else (flags, timing, fetches) is identical.
+    pub render_pixels: bool,
+    /// Set when the PPU enters vertical blank (line 241, dot 1); the console clears it.
+    pub frame_complete: bool,
+    /// The dot last processed: line 0..=261, dot 0..=340.
+    pub scanline: u16,
+    pub dot: u16,
+    /// Frames started since power-on, and dots ticked since power-on.
+    pub frame: u64,
+    pub dot_clock: u64,
+
+    // --- CPU-visible registers ---
+    ctrl: u8,
+    mask: u8,
+    /// Bits 7 (VBL), 6 (sprite 0 hit), 5 (overflow); the low bits read as the I/O latch.
+    status: u8,
+    /// Current VRAM address (15 bits: fine Y, nametable, coarse Y, coarse X).
+    v: u16,
+    /// Temporary VRAM address (the scroll written through $2000/$2005/$2006).
+    t: u16,
+    /// Fine X scroll (3 bits).
+    x: u8,
+    /// First/second write toggle of $2005/$2006.
+    w: bool,
+    oam_addr: u8,
+    /// The `$2007` read buffer.
+    read_buffer: u8,
+    /// The PPU's I/O data latch ("PPU open bus"): the last value written or read through
+    /// $2000-$2007. Write-only registers read back as this. Decay is not modelled.
+    io_latch: u8,
+    /// Palette RAM, 6 bits per entry; $3F10/$14/$18/$1C are stored at $3F00/$04/$08/$0C.
+    palette: [u8; 32],
+    oam: [u8; 256],
+    /// After power-on and reset, writes to $2000/$2001/$2005/$2006 are ignored until the
+    /// pre-render line (about 29,658 CPU cycles).
+    warming_up: bool,
+    /// A `$2002` read one dot before VBL cancels the flag (and NMI) for this frame.
+    suppress_vbl: bool,
+    odd_frame: bool,
+    /// Latched at dot 338 of the pre-render line: this frame skips its last dot.
+    skip_last_dot: bool,
+
+    // --- background pipeline ---
+    nt_latch: u8,
+    at_latch: u8,
+    pat_lo_latch: u8,
+    pat_hi_latch: u8,
+    /// Pattern shifters: bit 15 is the leftmost pixel (before fine X).
+    bg_lo: u16,
+    bg_hi: u16,
+    /// Attribute shifters, each bit the palette bit of one pixel, same alignment.
+    at_lo: u16,
+    at_hi: u16,
+
+    // --- sprites ---
+    /// Secondary OAM: the up to 8 sprites found for the next line.
+    sec_oam: [u8; 32],
+    /// Sprite evaluation state (see `render::sprite_eval`).
+    eval_buffer: u8,
+    eval_sec_addr: u8,
+    eval_n: u8,
+    eval_m: u8,
+    eval_in_range: bool,
+    eval_done: bool,
+    eval_overflow_count: u8,
+    eval_sprite0: bool,
+    eval_count: u8,
+    /// The sprite output units of the line being drawn.
+    spr_count: u8,
+    spr_zero: bool,
+    spr_lo: [u8; 8],
+    spr_hi: [u8; 8],
+    spr_attr: [u8; 8],
+    spr_x: [u8; 8],
+    /// The sprite units flattened per x (see `render::build_sprite_line`), derived state:
+    /// rebuilt when `spr_line_dirty`, not saved.
+    spr_line: [u8; WIDTH],
+    spr_line_dirty: bool,
+}
+
+impl core::fmt::Debug for Ppu {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Ppu")
+            .field("scanline", &self.scanline)
+            .field("dot", &self.dot)
+            .field("frame", &self.frame)
+            .field("ctrl", &format_args!("{:02x}", self.ctrl))
+            .field("mask", &format_args!("{:02x}", self.mask))
+            .field("status", &format_args!("{:02x}", self.status))
+            .field("v", &format_args!("{:04x}", self.v))
+            .field("t", &format_args!("{:04x}", self.t))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Ppu {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Ppu {
+    /// Power-on state: line 0, dot 0, registers clear, palette as on a real console.
+    pub fn new() -> Ppu {
+        Ppu {
+            pixels: [0; WIDTH * HEIGHT],
+            render_pixels: true,
+            frame_complete: false,
+            scanline: 0,
+            dot: 0,
+            frame: 0,
+            dot_clock: 0,
+            ctrl: 0,
+            mask: 0,
+            status: 0,
+            v: 0,
+            t: 0,
+            x: 0,
+            w: false,
+            oam_addr: 0,
+            read_buffer: 0,
+            io_latch: 0,
+            palette: POWER_UP_PALETTE,
+            oam: [0; 256],
+            warming_up: true,
+            suppress_vbl: false,
+            odd_frame: false,
+            skip_last_dot: false,
+            nt_latch: 0,
+            at_latch: 0,
+            pat_lo_latch: 0,
+            pat_hi_latch: 0,
+            bg_lo: 0,
+            bg_hi: 0,
+            at_lo: 0,
+            at_hi: 0,
+            sec_oam: [0xff; 32],
+            eval_buffer: 0,
+            eval_sec_addr: 0,
+            eval_n: 0,
+            eval_m: 0,
+            eval_in_range: false,
+            eval_done: false,
+            eval_overflow_count: 0,
+            eval_sprite0: false,
+            eval_count: 0,
+            spr_count: 0,
+            spr_zero: false,
+            spr_lo: [0; 8],
+            spr_hi: [0; 8],
+            spr_attr: [0; 8],
+            spr_x: [0; 8],
+            spr_line: [0; WIDTH],
+            spr_line_dirty: true,
+        }
+    }
+
+    /// The reset button: PPUCTRL/PPUMASK cleared, write toggle and read buffer cleared, odd
+    /// frame flag cleared, register writes ignored until the pre-render line. OAM, palette,
+    /// `v`, OAMADDR and the VBL flag are kept.
+    pub fn reset(&mut self) {
+        self.ctrl = 0;
+        self.mask = 0;
+        self.w = false;
+        self.t = 0;
+        self.x = 0;
+        self.read_buffer = 0;
+        self.odd_frame = false;
+        self.warming_up = true;
+    }
+
+    /// Colour emphasis bits of PPUMASK (bit 0 red, 1 green, 2 blue on NTSC), as last written.
+    pub fn emphasis(&self) -> u8 {
+        self.mask >> 5
+    }
+
+    /// PPUCTRL as last written (a debug view: test runners check whether NMIs are on).
+    pub fn ctrl(&self) -> u8 {
+        self.ctrl
+    }
+
+    /// Whether background or sprite rendering is on.
+    #[inline(always)]
+    fn rendering(&self) -> bool {
+        self.mask & (MASK_BG | MASK_SPRITE) != 0
+    }
+
+    /// The level of the PPU's NMI output: VBL flag AND NMI enable. The CPU edge-detects it.
+    #[inline]
+    pub fn nmi(&self) -> bool {
+        self.status & STATUS_VBLANK != 0 && self.ctrl & CTRL_NMI != 0
+    }
+
+    /// Advances exactly one dot.
+    #[inline]
+    pub fn tick(&mut self, cart: &mut Cart) {
+        self.dot_clock += 1;
+        if self.dot == 339 && self.scanline == PRERENDER_LINE && self.skip_last_dot {
+            // Odd frames with rendering on skip the last dot of the pre-render line.
+            self.dot = 340;
+        }
+        self.dot += 1;
+        if self.dot == DOTS_PER_LINE {
+            self.dot = 0;
+            self.scanline += 1;
+            if self.scanline == LINES_PER_FRAME {
+                self.scanline = 0;
+                self.frame += 1;
+                self.odd_frame = !self.odd_frame;
+            }
+        }
+
+        if self.scanline < 240 {
+            if self.rendering() {
+                self.render_dot(cart);
+            } else if self.dot >= 1 && self.dot <= 256 {
+                self.blank_pixel();
+            }
+        } else if self.scanline == VBLANK_LINE {
+            if self.dot == 1 {
+                if !self.suppress_vbl {
+                    self.status |= STATUS_VBLANK;
+                }
+                self.suppress_vbl = false;
+                self.frame_complete = true;
+            }
+        } else if self.scanline == PRERENDER_LINE {
+            match self.dot {
+                // Sprite 0 hit and overflow read as clear one dot before VBL does
+                // (ppu_sprite_hit 09-timing, ppu_sprite_overflow 03-timing: 6819 vs 6820 dots).
+                0 => self.status &= !(STATUS_SPRITE0 | STATUS_OVERFLOW),
+                1 => {
+                    self.status &= !STATUS_VBLANK;
+                    self.warming_up = false;
+                }
+                // The skip decision sees PPUMASK as of dot 338: a $2001 write takes a few dots
+                // to reach the rendering logic (ppu_vbl_nmi 10-even_odd_timing pins this).
+                338 => self.skip_last_dot = self.odd_frame && self.rendering(),
+                _ => {}
+            }
+            if self.rendering() {
+                self.render_dot(cart);
+            }
+        }
+    }
+
+    /// Whether the PPU is on a line where rendering (when enabled) touches v and OAM.
+    #[inline(always)]
+    fn on_render_line(&self) -> bool {
+        self.scanline < 240 || self.scanline == PRERENDER_LINE
+    }
+
+    /// A CPU read of $2000-$3FFF (mirrored every 8 bytes).
+    pub fn cpu_read(&mut self, addr: u16, cart: &mut Cart) -> u8 {
+        let value = match addr & 7 {
+            2 => {
+                let value = (self.status & 0xe0) | (self.io_latch & 0x1f);
+                if self.scanline == VBLANK_LINE && self.dot == 0 {
+                    // Read one dot before VBL: the flag will not be set this frame.
+                    self.suppress_vbl = true;
+                }
+                self.status &= !STATUS_VBLANK;
+                self.w = false;
+                value
+            }
+            4 => self.read_oam_data(),
+            7 => {
+                let a = self.v & 0x3fff;
+                let value = if a >= 0x3f00 {
+                    // Palette reads are immediate; the buffer gets the nametable byte "under" it.
+                    self.read_buffer = cart.ppu_read(a & 0x2fff, self.dot_clock);
+                    (self.palette_read(a) & 0x3f) | (self.io_latch & 0xc0)
+                } else {
+                    let old = self.read_buffer;
+                    self.read_buffer = cart.ppu_read(a, self.dot_clock);
+                    old
+                };
+                self.increment_v_after_access(cart);
+                value
+            }
+            // Write-only registers read back the I/O latch.
+            _ => self.io_latch,
+        };
+        self.io_latch = value;
+        value
+    }
+
+    /// A CPU write of $2000-$3FFF (mirrored every 8 bytes).
+    pub fn cpu_write(&mut self, addr: u16, v: u8, cart: &mut Cart) {
+        self.io_latch = v;
+        match addr & 7 {
+            0 => {
+                if !self.warming_up {
+                    self.ctrl = v;
+                    self.t = (self.t & !0x0c00) | ((v as u16 & 3) << 10);
+                }
+            }
+            1 => {
+                if !self.warming_up {
+                    self.mask = v;
+                }
+            }
+            2 => {}
+            3 => self.oam_addr = v,
+            4 => self.write_oam_data(v),
+            5 => {
+                if !self.warming_up {
+                    if !self.w {
+                        self.t = (self.t & !0x001f) | (v as u16 >> 3);
+                        self.x = v & 7;
+                    } else {
+                        self.t = (self.t & 0x0c1f) | ((v as u16 & 7) << 12) | ((v as u16 & 0xf8) << 2);
+                    }
+                    self.w = !self.w;
+                }
+            }
+            6 => {
+                if !self.warming_up {
+                    if !self.w {
+                        self.t = (self.t & 0x00ff) | ((v as u16 & 0x3f) << 8);
+                    } else {
+                        self.t = (self.t & 0x7f00) | v as u16;
+                        self.v = self.t;
+                        // While rendering, the PPU's own fetches own the address bus.
+                        if !(self.rendering() && self.on_render_line()) {
+                            cart.ppu_addr(self.v & 0x3fff, self.dot_clock);
+                        }
+                    }
+                    self.w = !self.w;
+                }
+            }
+            _ => {
+                let a = self.v & 0x3fff;
+                if a >= 0x3f00 {
+                    self.palette_write(a, v);
+                    cart.ppu_addr(a, self.dot_clock);
+                } else {
+                    cart.ppu_write(a, v, self.dot_clock);
+                }
+                self.increment_v_after_access(cart);
+            }
+        }
+    }
+
+    /// After a $2007 access `v` moves on by 1 or 32; during rendering the access instead
+    /// bumps coarse X and Y at once (the rendering counters are the same hardware).
+    fn increment_v_after_access(&mut self, cart: &mut Cart) {
+        if self.rendering() && self.on_render_line() {
+            self.increment_x();
+            self.increment_y();
+        } else {
+            let step = if self.ctrl & CTRL_INC32 != 0 { 32 } else { 1 };
+            self.v = (self.v + step) & 0x7fff;
+            cart.ppu_addr(self.v & 0x3fff, self.dot_clock);
+        }
+    }
+
+    #[inline(always)]
+    fn palette_index(addr: u16) -> usize {
+        let i = addr as usize & 0x1f;
+        // $3F10/$14/$18/$1C are the same cells as $3F00/$04/$08/$0C.
+        if i & 0x13 == 0x10 {
+            i & 0x0f
+        } else {
+            i
+        }
+    }
+
+    #[inline(always)]
+    fn palette_read(&self, addr: u16) -> u8 {
+        let c = self.palette[Self::palette_index(addr)];
+        if self.mask & MASK_GREY != 0 {
+            c & 0x30
+        } else {
+            c
+        }
+    }
+
+    fn palette_write(&mut self, addr: u16, v: u8) {
+        self.palette[Self::palette_index(addr)] = v & 0x3f;
+    }
+
+    /// `$2004` read. Outside rendering: OAM at OAMADDR (attribute bits 2-4 read as 0, they
+    /// are not stored). During rendering: the byte the sprite logic is moving right now.
+    fn read_oam_data(&mut self) -> u8 {
+        if self.rendering() && self.scanline < 240 {
+            let d = self.dot;
+            if (1..=64).contains(&d) {
+                0xff
+            } else if d <= 256 {
+                self.eval_buffer
+            } else if d <= 320 {
+                let step = ((d - 257) & 7).min(3);
+                self.sec_oam[(((d - 257) >> 3) * 4 + step) as usize]
+            } else {
+                self.sec_oam[0]
+            }
+        } else {
+            self.oam[self.oam_addr as usize]
+        }
+    }
+
+    /// `$2004` write. During rendering the write is dropped but OAMADDR's high 6 bits
+    /// still increment (a glitch of the shared counter).
+    fn write_oam_data(&mut self, v: u8) {
+        if self.rendering() && self.on_render_line() {
+            self.oam_addr = self.oam_addr.wrapping_add(4);
+        } else {
+            let v = if self.oam_addr & 3 == 2 { v & 0xe3 } else { v };
+            self.oam[self.oam_addr as usize] = v;
+            self.oam_addr = self.oam_addr.wrapping_add(1);
+        }
+    }
+
+    /// Coarse X increment, wrapping into the horizontally adjacent nametable.
+    #[inline(always)]
+    fn increment_x(&mut self) {
+        if self.v & 0x001f == 31 {
+            self.v = (self.v & !0x001f) ^ 0x0400;
+        } else {
+            self.v += 1;
+        }
+    }
+
+    /// Fine Y increment, carrying into coarse Y (29 wraps to the vertical neighbour; 31 wraps
+    /// to 0 without switching, the "attribute rows" quirk).
+    #[inline(always)]
+    fn increment_y(&mut self) {
+        if self.v & 0x7000 != 0x7000 {
+            self.v += 0x1000;
+        } else {
+            self.v &= !0x7000;
+            let mut y = (self.v & 0x03e0) >> 5;
+            if y == 29 {
+                y = 0;
+                self.v ^= 0x0800;
+            } else if y == 31 {
+                y = 0;
+            } else {
+                y += 1;
+            }
+            self.v = (self.v & !0x03e0) | (y << 5);
+        }
+    }
+}
+
+impl Snapshot for Ppu {
+    fn save(&self, w: &mut StateWriter<'_>) {
+        w.bool(self.render_pixels);
+        w.bool(self.frame_complete);
+        w.u16(self.scanline);
+        w.u16(self.dot);
+        w.u64(self.frame);
+        w.u64(self.dot_clock);
+        w.u8(self.ctrl);
+        w.u8(self.mask);
+        w.u8(self.status);
+        w.u16(self.v);
+        w.u16(self.t);
+        w.u8(self.x);
+        w.bool(self.w);
+        w.u8(self.oam_addr);
+        w.u8(self.read_buffer);
+        w.u8(self.io_latch);
+        w.bytes(&self.palette);
+        w.bytes(&self.oam);
+        w.bool(self.warming_up);
+        w.bool(self.suppress_vbl);
+        w.bool(self.odd_frame);
+        w.bool(self.skip_last_dot);
+        w.u8(self.nt_latch);
+        w.u8(self.at_latch);
+        w.u8(self.pat_lo_latch);
+        w.u8(self.pat_hi_latch);
+        w.u16(self.bg_lo);
+        w.u16(self.bg_hi);
+        w.u16(self.at_lo);
+        w.u16(self.at_hi);
+        w.bytes(&self.sec_oam);
+        w.u8(self.eval_buffer);
+        w.u8(self.eval_sec_addr);
+        w.u8(self.eval_n);
+        w.u8(self.eval_m);
+        w.bool(self.eval_in_range);
+        w.bool(self.eval_done);
+        w.u8(self.eval_overflow_count);
+        w.bool(self.eval_sprite0);
+        w.u8(self.eval_count);
+        w.u8(self.spr_count);
+        w.bool(self.spr_zero);
+        w.bytes(&self.spr_lo);
+        w.bytes(&self.spr_hi);
+        w.bytes(&self.spr_attr);
+        w.bytes(&self.spr_x);
+    }
+
+    fn load(&mut self, r: &mut StateReader<'_>) -> Result<(), StateError> {
+        self.render_pixels = r.bool()?;
+        self.frame_complete = r.bool()?;
+        self.scanline = r.u16()?;
+        self.dot = r.u16()?;
+        if self.scanline >= LINES_PER_FRAME || self.dot >= DOTS_PER_LINE {
+            return Err(StateError::BadField("ppu.scanline/dot"));
+        }
+        self.frame = r.u64()?;
+        self.dot_clock = r.u64()?;
+        self.ctrl = r.u8()?;
+        self.mask = r.u8()?;
+        self.status = r.u8()?;
+        self.v = r.u16()? & 0x7fff;
+        self.t = r.u16()? & 0x7fff;
+        self.x = r.u8()? & 7;
+        self.w = r.bool()?;
+        self.oam_addr = r.u8()?;
+        self.read_buffer = r.u8()?;
+        self.io_latch = r.u8()?;
+        r.bytes(&mut self.palette)?;
+        for c in self.palette.iter_mut() {
+            *c &= 0x3f;
+        }
+        r.bytes(&mut self.oam)?;
+        self.warming_up = r.bool()?;
+        self.suppress_vbl = r.bool()?;
+        self.odd_frame = r.bool()?;
+        self.skip_last_dot = r.bool()?;
+        self.nt_latch = r.u8()?;
+        self.at_latch = r.u8()? & 3;
+        self.pat_lo_latch = r.u8()?;
+        self.pat_hi_latch = r.u8()?;
+        self.bg_lo = r.u16()?;
+        self.bg_hi = r.u16()?;
+        self.at_lo = r.u16()?;
+        self.at_hi = r.u16()?;
+        r.bytes(&mut self.sec_oam)?;
+        self.eval_buffer = r.u8()?;
+        self.eval_sec_addr = r.u8()?;
+        self.eval_n = r.u8()? & 63;
+        self.eval_m = r.u8()? & 3;
+        self.eval_in_range = r.bool()?;
+        self.eval_done = r.bool()?;
+        self.eval_overflow_count = r.u8()?;
+        self.eval_sprite0 = r.bool()?;
+        self.eval_count = r.u8()?;
+        self.spr_count = r.u8()?;
+        if self.eval_count > 8 || self.spr_count > 8 || self.eval_sec_addr > 32 {
+            return Err(StateError::BadField("ppu.sprite_count"));
+        }
+        self.spr_zero = r.bool()?;
+        r.bytes(&mut self.spr_lo)?;
+        r.bytes(&mut self.spr_hi)?;
+        r.bytes(&mut self.spr_attr)?;
+        r.bytes(&mut self.spr_x)?;
+        self.spr_line_dirty = true;
+        Ok(())
+    }
+}

@@ -1,0 +1,367 @@
+//! The rendering pipeline: what the 2C02 does on each dot of a visible or pre-render line
+//! while rendering is enabled.
+//!
+//! Per line (dots):
+//! * 1-256: fetch the background of tiles 2..33 (8 dots per tile: nametable at dot 1,
+//!   attribute at 3, pattern low at 5, pattern high at 7, coarse X++ at 8), draw pixel
+//!   `dot - 1`; on visible lines, clear secondary OAM (1-64) and evaluate sprites for the next
+//!   line (65-256). Dot 256 also increments Y.
+//! * 257-320: copy horizontal scroll from `t` (257), fetch the 8 sprites' patterns (garbage
+//!   nametable at +0 and +2, pattern low at +4, high at +6 of each 8-dot slot); OAMADDR is
+//!   held at 0. Pre-render line: copy vertical scroll from `t` on 280-304.
+//! * 321-336: fetch the first two tiles of the next line; 337 and 339: garbage nametable
+//!   fetches (MMC3 clocks never depend on them, but some boards do).
+//!
+//! A fetch is issued on the first of its two dots (when the address goes on the bus).
+
+use super::*;
+
+impl Ppu {
+    /// One dot of a visible line (0-239) or the pre-render line, rendering enabled.
+    #[inline]
+    pub(super) fn render_dot(&mut self, cart: &mut Cart) {
+        let d = self.dot;
+        let visible = self.scanline < 240;
+        if d == 0 {
+            return;
+        }
+        if d <= 256 {
+            if d >= 2 {
+                self.shift_bg();
+            }
+            if visible {
+                self.sprite_eval(d);
+                self.draw_pixel(d - 1);
+            }
+            self.bg_fetch(d, cart);
+            if d == 256 {
+                self.increment_y();
+            }
+        } else if d <= 320 {
+            if d == 257 {
+                self.v = (self.v & !0x041f) | (self.t & 0x041f);
+                // The units about to be loaded serve the next line; none show on line 0.
+                self.spr_line_dirty = true;
+                if visible {
+                    self.spr_count = self.eval_count;
+                    self.spr_zero = self.eval_sprite0;
+                } else {
+                    self.spr_count = 0;
+                    self.spr_zero = false;
+                }
+            }
+            self.oam_addr = 0;
+            if !visible && (280..=304).contains(&d) {
+                self.v = (self.v & !0x7be0) | (self.t & 0x7be0);
+            }
+            self.sprite_fetch(d, cart);
+        } else if d <= 336 {
+            if d >= 322 {
+                self.shift_bg();
+            }
+            self.bg_fetch(d, cart);
+        } else {
+            if d == 337 {
+                self.shift_bg();
+                self.reload_bg();
+            }
+            if d == 337 || d == 339 {
+                let _ = cart.ppu_read(0x2000 | (self.v & 0x0fff), self.dot_clock);
+            }
+        }
+    }
+
+    /// Background fetch step of dots 1-256 and 321-336.
+    #[inline(always)]
+    fn bg_fetch(&mut self, d: u16, cart: &mut Cart) {
+        match d & 7 {
+            1 => {
+                if d >= 9 {
+                    self.reload_bg();
+                }
+                self.nt_latch = cart.ppu_read(0x2000 | (self.v & 0x0fff), self.dot_clock);
+            }
+            3 => {
+                let v = self.v;
+                let addr = 0x23c0 | (v & 0x0c00) | ((v >> 4) & 0x38) | ((v >> 2) & 0x07);
+                let byte = cart.ppu_read(addr, self.dot_clock);
+                let shift = ((v >> 4) & 4) | (v & 2);
+                self.at_latch = (byte >> shift) & 3;
+            }
+            5 => {
+                let addr = self.bg_pattern_addr();
+                self.pat_lo_latch = cart.ppu_read(addr, self.dot_clock);
+            }
+            7 => {
+                let addr = self.bg_pattern_addr() + 8;
+                self.pat_hi_latch = cart.ppu_read(addr, self.dot_clock);
+            }
+            0 => self.increment_x(),
+            _ => {}
+        }
+    }
+
+    #[inline(always)]
+    fn bg_pattern_addr(&self) -> u16 {
+        let table = if self.ctrl & CTRL_BG_TABLE != 0 { 0x1000 } else { 0 };
+        table | ((self.nt_latch as u16) << 4) | ((self.v >> 12) & 7)
+    }
+
+    #[inline(always)]
+    fn shift_bg(&mut self) {
+        self.bg_lo <<= 1;
+        self.bg_hi <<= 1;
+        self.at_lo <<= 1;
+        self.at_hi <<= 1;
+    }
+
+    /// Loads the latched tile into the low byte of the shifters.
+    #[inline(always)]
+    fn reload_bg(&mut self) {
+        self.bg_lo = (self.bg_lo & 0xff00) | self.pat_lo_latch as u16;
+        self.bg_hi = (self.bg_hi & 0xff00) | self.pat_hi_latch as u16;
+        self.at_lo = (self.at_lo & 0xff00) | if self.at_latch & 1 != 0 { 0xff } else { 0 };
+        self.at_hi = (self.at_hi & 0xff00) | if self.at_latch & 2 != 0 { 0xff } else { 0 };
+    }
+
+    /// Sprite evaluation, one dot (1-256 of a visible line). Dots 1-64 fill secondary OAM
+    /// with $FF; from 65 on, odd dots read OAM at OAMADDR and even dots write secondary OAM.
+    /// After 8 sprites, writes are disabled and the hardware keeps scanning with a bug: it
+    /// increments the byte index `m` along with the sprite index `n`, so it reads tiles,
+    /// attributes and X positions as Y coordinates (the "diagonal" overflow scan).
+    #[inline]
+    fn sprite_eval(&mut self, d: u16) {
+        if d <= 64 {
+            self.eval_buffer = 0xff;
+            if d & 1 == 0 {
+                self.sec_oam[((d - 1) >> 1) as usize] = 0xff;
+            }
+            return;
+        }
+        if d == 65 {
+            self.eval_sprite0 = false;
+            self.eval_in_range = false;
+            self.eval_sec_addr = 0;
+            self.eval_overflow_count = 0;
+            self.eval_done = false;
+            self.eval_n = self.oam_addr >> 2;
+            self.eval_m = self.oam_addr & 3;
+        }
+        if d & 1 == 1 {
+            self.eval_buffer = self.oam[self.oam_addr as usize];
+        } else {
+            self.sprite_eval_write();
+            self.oam_addr = (self.eval_n << 2) | (self.eval_m & 3);
+            if d == 256 {
+                self.eval_count = (self.eval_sec_addr >> 2).min(8);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn sprite_in_range(&self, y: u8) -> bool {
+        let height = if self.ctrl & CTRL_SPRITE_16 != 0 { 16 } else { 8 };
+        let row = self.scanline as i32 - y as i32;
+        row >= 0 && row < height
+    }
+
+    /// The even-dot half of sprite evaluation.
+    #[inline]
+    fn sprite_eval_write(&mut self) {
+        if self.eval_done {
+            // Scan finished: n keeps counting, writes turn into reads of secondary OAM.
+            self.eval_n = (self.eval_n + 1) & 63;
+            if self.eval_sec_addr >= 32 {
+                self.eval_buffer = self.sec_oam[(self.eval_sec_addr & 31) as usize];
+            }
+            return;
+        }
+        if !self.eval_in_range && self.sprite_in_range(self.eval_buffer) {
+            self.eval_in_range = true;
+        }
+        if self.eval_sec_addr < 32 {
+            self.sec_oam[self.eval_sec_addr as usize] = self.eval_buffer;
+            if self.eval_in_range {
+                self.eval_m += 1;
+                self.eval_sec_addr += 1;
+                if self.eval_n == 0 {
+                    self.eval_sprite0 = true;
+                }
+                if self.eval_sec_addr & 3 == 0 {
+                    // All 4 bytes copied.
+                    self.eval_in_range = false;
+                    self.eval_m = 0;
+                    self.eval_n = (self.eval_n + 1) & 63;
+                    if self.eval_n == 0 {
+                        self.eval_done = true;
+                    }
+                }
+            } else {
+                self.eval_n = (self.eval_n + 1) & 63;
+                if self.eval_n == 0 {
+                    self.eval_done = true;
+                }
+            }
+        } else {
+            // Secondary OAM full: look for a 9th sprite (with the diagonal bug).
+            self.eval_buffer = self.sec_oam[(self.eval_sec_addr & 31) as usize];
+            if self.eval_in_range {
+                self.status |= STATUS_OVERFLOW;
+                self.eval_m += 1;
+                if self.eval_m == 4 {
+                    self.eval_n = (self.eval_n + 1) & 63;
+                    self.eval_m = 0;
+                }
+                if self.eval_overflow_count == 0 {
+                    self.eval_overflow_count = 3;
+                } else {
+                    self.eval_overflow_count -= 1;
+                    if self.eval_overflow_count == 0 {
+                        self.eval_done = true;
+                        self.eval_m = 0;
+                    }
+                }
+            } else {
+                self.eval_n = (self.eval_n + 1) & 63;
+                self.eval_m = (self.eval_m + 1) & 3;
+                if self.eval_n == 0 {
+                    self.eval_done = true;
+                }
+            }
+        }
+    }
+
+    /// Sprite pattern fetches, dots 257-320: slot `(d - 257) / 8`, garbage nametable
+    /// fetches at +0/+2, pattern low at +4, high at +6. Empty slots fetch tile $FF and load
+    /// transparent patterns.
+    #[inline]
+    fn sprite_fetch(&mut self, d: u16, cart: &mut Cart) {
+        let step = (d - 257) & 7;
+        let slot = ((d - 257) >> 3) as usize;
+        match step {
+            0 | 2 => {
+                let _ = cart.ppu_read(0x2000 | (self.v & 0x0fff), self.dot_clock);
+            }
+            4 | 6 => {
+                let y = self.sec_oam[slot * 4];
+                let attr = self.sec_oam[slot * 4 + 2];
+                let used = (slot as u8) < self.spr_count;
+                let tile = if used { self.sec_oam[slot * 4 + 1] } else { 0xff };
+                let mut row = (self.scanline as u8).wrapping_sub(y) as u16;
+                let addr = if self.ctrl & CTRL_SPRITE_16 != 0 {
+                    row &= 15;
+                    if attr & 0x80 != 0 && used {
+                        row = 15 - row;
+                    }
+                    let table = (tile as u16 & 1) << 12;
+                    let t = (tile as u16 & 0xfe) | (row >> 3);
+                    table | (t << 4) | (row & 7)
+                } else {
+                    row &= 7;
+                    if attr & 0x80 != 0 && used {
+                        row = 7 - row;
+                    }
+                    let table = if self.ctrl & CTRL_SPRITE_TABLE != 0 { 0x1000 } else { 0 };
+                    table | ((tile as u16) << 4) | row
+                };
+                let addr = if step == 6 { addr + 8 } else { addr };
+                let mut bits = cart.ppu_read(addr, self.dot_clock);
+                if !used {
+                    bits = 0;
+                } else if attr & 0x40 != 0 {
+                    bits = bits.reverse_bits();
+                }
+                self.spr_line_dirty = true;
+                if step == 4 {
+                    self.spr_lo[slot] = bits;
+                    self.spr_attr[slot] = attr;
+                    self.spr_x[slot] = self.sec_oam[slot * 4 + 3];
+                } else {
+                    self.spr_hi[slot] = bits;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Composes pixel `x` of the current line from the background shifters and the sprite
+    /// line, sets sprite 0 hit, and stores the palette index.
+    #[inline]
+    fn draw_pixel(&mut self, x: u16) {
+        let mask = self.mask;
+        let check_hit = self.spr_zero
+            && self.status & STATUS_SPRITE0 == 0
+            && mask & (MASK_BG | MASK_SPRITE) == (MASK_BG | MASK_SPRITE);
+        if !self.render_pixels && !check_hit {
+            return;
+        }
+        let left = x < 8;
+        // Background pixel: palette entry 0..15, 0 when transparent.
+        let mut bg = 0u8;
+        if mask & MASK_BG != 0 && (!left || mask & MASK_BG_LEFT != 0) {
+            let bit = 15 - self.x as u16;
+            let p = (((self.bg_hi >> bit) & 1) << 1) | ((self.bg_lo >> bit) & 1);
+            if p != 0 {
+                let a = (((self.at_hi >> bit) & 1) << 1) | ((self.at_lo >> bit) & 1);
+                bg = ((a << 2) | p) as u8;
+            }
+        }
+        // Sprite pixel: the line buffer already holds the first opaque sprite of each x.
+        let mut spr = 0u8;
+        if mask & MASK_SPRITE != 0 && (!left || mask & MASK_SPRITE_LEFT != 0) {
+            if self.spr_line_dirty {
+                self.build_sprite_line();
+            }
+            spr = self.spr_line[x as usize];
+            if spr & SPR_LINE_ZERO != 0 && bg != 0 && x != 255 {
+                self.status |= STATUS_SPRITE0;
+            }
+        }
+        if !self.render_pixels {
+            return;
+        }
+        // Entries 0..15 and 0x11..0x1F (never a multiple of 4) need no mirroring.
+        let index = if spr != 0 && (bg == 0 || spr & SPR_LINE_BEHIND == 0) { 0x10 | (spr & 0x0f) } else { bg };
+        let grey = 0x3f & !((mask & MASK_GREY) * 0x0f);
+        self.pixels[self.scanline as usize * WIDTH + x as usize] = self.palette[index as usize] & grey;
+    }
+
+    /// Flattens the 8 sprite units into one entry per x: the first opaque sprite's pixel
+    /// (bits 0-1), palette (2-3), behind-background (5) and "is sprite 0" (6). 0 = none.
+    /// Rebuilt lazily, whenever a unit changed since the last build.
+    pub(super) fn build_sprite_line(&mut self) {
+        self.spr_line_dirty = false;
+        self.spr_line = [0; WIDTH];
+        // Lower slots have priority: draw from the last one so they overwrite.
+        let mut i = self.spr_count as usize;
+        while i > 0 {
+            i -= 1;
+            let attr = self.spr_attr[i];
+            let tag = ((attr & 3) << 2)
+                | (attr & SPR_LINE_BEHIND)
+                | if i == 0 && self.spr_zero { SPR_LINE_ZERO } else { 0 };
+            let x0 = self.spr_x[i] as usize;
+            let mut px = 0;
+            while px < 8 && x0 + px < WIDTH {
+                let bit = 7 - px;
+                let p = (((self.spr_hi[i] >> bit) & 1) << 1) | ((self.spr_lo[i] >> bit) & 1);
+                if p != 0 {
+                    self.spr_line[x0 + px] = p | tag;
+                }
+                px += 1;
+            }
+        }
+    }
+
+    /// With rendering off the PPU shows the backdrop colour, or the palette entry `v`
+    /// points at when `v` is inside the palette (the "background palette hack").
+    #[inline]
+    pub(super) fn blank_pixel(&mut self) {
+        if !self.render_pixels {
+            return;
+        }
+        let index = if self.v & 0x3f00 == 0x3f00 { self.v } else { 0 };
+        let colour = self.palette_read(index);
+        self.pixels[self.scanline as usize * WIDTH + (self.dot - 1) as usize] = colour;
+    }
+}

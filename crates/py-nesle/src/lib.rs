@@ -1,0 +1,77 @@
+//! `nesle._native`: the Python bindings of nesle, and nothing else.
+//!
+//! This crate only translates: NumPy arrays and `bytes` in, NumPy arrays and `bytes` out, Rust
+//! errors to Python exceptions (all in [`error`]). Emulation lives in `nes-core`; environments,
+//! rewards and ROM files live in the pure-Python package `python/nesle`. The module is private
+//! (`nesle._native`); its contract is the stub `python/nesle/_native.pyi`, which
+//! `tests/python/test_native_stub.py` checks against the built module.
+//!
+//! Every batch call releases the GIL (`Python::detach`) and fans out over consoles with rayon, so
+//! one Python thread drives all cores.
+
+mod batch;
+mod error;
+
+use nes_core::cart::{Header, Mirroring};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// The NES picture: 256 x 240 pixels, one palette index (0..63) each.
+pub const WIDTH: usize = 256;
+pub const HEIGHT: usize = 240;
+/// The console's internal work RAM ($0000-$07FF).
+pub const RAM_SIZE: usize = 2048;
+
+/// Parse an iNES / NES 2.0 header and return what it declares.
+///
+/// Raises `nesle.RomError` for anything `CpuBatch` would refuse (bad magic, truncated file,
+/// unsupported mapper or memory size).
+#[pyfunction]
+fn rom_info<'py>(py: Python<'py>, rom: &[u8]) -> PyResult<Bound<'py, PyDict>> {
+    let h = Header::parse(rom).map_err(error::rom_error)?;
+    let d = PyDict::new(py);
+    d.set_item("mapper", h.mapper)?;
+    d.set_item("submapper", h.submapper)?;
+    d.set_item("prg_rom", h.prg_rom)?;
+    d.set_item("chr_rom", h.chr_rom)?;
+    d.set_item("prg_ram", h.prg_ram)?;
+    d.set_item("chr_ram", h.chr_ram)?;
+    let mirroring = match h.mirroring {
+        Mirroring::Horizontal => "horizontal",
+        Mirroring::Vertical => "vertical",
+        Mirroring::SingleLow => "single-low",
+        Mirroring::SingleHigh => "single-high",
+        Mirroring::FourScreen => "four-screen",
+    };
+    d.set_item("mirroring", mirroring)?;
+    d.set_item("battery", h.battery)?;
+    d.set_item("trainer", h.trainer)?;
+    d.set_item("nes2", h.nes2)?;
+    Ok(d)
+}
+
+/// The NTSC palette nes-core renders with, as a (64, 3) uint8 array of RGB.
+#[pyfunction]
+fn palette<'py>(py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray2<u8>>> {
+    let flat: Vec<u8> = nes_core::palette::NTSC_RGB
+        .iter()
+        .flatten()
+        .copied()
+        .collect();
+    batch::to_numpy(py, flat, [64, 3])
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("RomError", py.get_type::<error::RomError>())?;
+    m.add("StateError", py.get_type::<error::StateError>())?;
+    m.add("WIDTH", WIDTH)?;
+    m.add("HEIGHT", HEIGHT)?;
+    m.add("RAM_SIZE", RAM_SIZE)?;
+    m.add_class::<batch::CpuBatch>()?;
+    m.add_function(wrap_pyfunction!(rom_info, m)?)?;
+    m.add_function(wrap_pyfunction!(palette, m)?)?;
+    Ok(())
+}

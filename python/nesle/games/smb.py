@@ -1,0 +1,184 @@
+"""Super Mario Bros. (NES, the gym-super-mario-bros 7.4.0 ROM): RAM map, info, reward, done.
+
+Pure functions of work RAM, vectorised: ``ram`` is a uint8 array of shape (..., 2048), e.g.
+``CpuBatch.ram()`` (N, 2048) or one console's (2048,). The semantics reproduce
+``gym_super_mario_bros/smb_env.py`` of gym-super-mario-bros 7.4.0 (with nes-py 8.2.1), so
+rewards and infos can be compared with that environment step for step.
+
+Where gym-super-mario-bros keeps state between steps (the last x position and clock), the
+functions here take the previous RAM instead: ``prev`` is the RAM the previous reward was computed
+from (after ``reset`` it is the RAM right after the reset).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+Ram = npt.NDArray[np.uint8]
+
+# fmt: off
+#: Named RAM addresses (see https://datacrystal.tcrf.net/wiki/Super_Mario_Bros./RAM_map).
+ADDR = {
+    "player_state":      0x000E,  # 0x06 dead, 0x0B dying, 0x08 normal, 0x00-0x05/0x07 busy
+    "float_state":       0x001D,  # 3 = sliding down the flagpole
+    "enemy_types":       0x0016,  # 5 slots, 0x0016-0x001A
+    "x_page":            0x006D,  # x position = page * 256 + x_on_page
+    "x_on_page":         0x0086,
+    "y_viewport":        0x00B5,  # 0 above the screen, 1 on screen, >1 falling into a pit
+    "y_pixel":           0x03B8,
+    "player_status":     0x0756,  # 0 small, 1 tall, 2 fireball
+    "lives":             0x075A,  # 2, 1, 0, then 0xFF = game over
+    "stage":             0x075C,  # 0-based
+    "world":             0x075F,  # 0-based
+    "area":              0x0760,  # 0-based
+    "oper_mode":         0x0770,  # 0 title/demo, 1 playing, 2 end of world (victory)
+    "prelevel_timer":    0x07A0,
+    "score_digits":      0x07DE,  # 6 bytes, one decimal digit each
+    "coin_digits":       0x07ED,  # 2 bytes
+    "time_digits":       0x07F8,  # 3 bytes
+    "change_area_timer": 0x06DE,
+}
+# fmt: on
+
+OPER_MODE_TITLE = 0
+OPER_MODE_PLAYING = 1
+OPER_MODE_END_OF_WORLD = 2
+
+#: Player states in which Mario is "busy" (entering a pipe, auto-walking, ...).
+BUSY_STATES = np.array([0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x07], dtype=np.uint8)
+#: Enemy types whose presence means a stage ends on the flag: Bowser and the flagpole.
+STAGE_OVER_ENEMIES = np.array([0x2D, 0x31], dtype=np.uint8)
+#: gym-super-mario-bros declares rewards in [-15, 15] and nes-py clips to it.
+REWARD_RANGE = (-15, 15)
+#: |x delta| above this is a teleport (death, pipe), not progress: the x reward is then 0.
+MAX_X_DELTA = 5
+DEATH_PENALTY = -25
+STATUS_NAMES = np.array(["small", "tall", "fireball"])
+
+
+def _byte(ram: Ram, name: str) -> npt.NDArray[np.int64]:
+    return ram[..., ADDR[name]].astype(np.int64)
+
+
+def _digits(ram: Ram, name: str, n: int) -> npt.NDArray[np.int64]:
+    """A number stored one decimal digit per byte, most significant first."""
+    start = ADDR[name]
+    weights = 10 ** np.arange(n - 1, -1, -1, dtype=np.int64)
+    return ram[..., start : start + n].astype(np.int64) @ weights
+
+
+def x_pos(ram: Ram) -> npt.NDArray[np.int64]:
+    return _byte(ram, "x_page") * 256 + _byte(ram, "x_on_page")
+
+
+def y_pos(ram: Ram) -> npt.NDArray[np.int64]:
+    """Height above the bottom of the screen; above the screen it keeps counting past 255."""
+    y = 255 - _byte(ram, "y_pixel")
+    return np.where(_byte(ram, "y_viewport") < 1, 255 + y, y)
+
+
+def world(ram: Ram) -> npt.NDArray[np.int64]:
+    return _byte(ram, "world") + 1
+
+
+def stage(ram: Ram) -> npt.NDArray[np.int64]:
+    return _byte(ram, "stage") + 1
+
+
+def area(ram: Ram) -> npt.NDArray[np.int64]:
+    return _byte(ram, "area") + 1
+
+
+def oper_mode(ram: Ram) -> npt.NDArray[np.int64]:
+    return _byte(ram, "oper_mode")
+
+
+def score(ram: Ram) -> npt.NDArray[np.int64]:
+    return _digits(ram, "score_digits", 6)
+
+
+def time(ram: Ram) -> npt.NDArray[np.int64]:
+    return _digits(ram, "time_digits", 3)
+
+
+def coins(ram: Ram) -> npt.NDArray[np.int64]:
+    return _digits(ram, "coin_digits", 2)
+
+
+def life(ram: Ram) -> npt.NDArray[np.int64]:
+    return _byte(ram, "lives")
+
+
+def status(ram: Ram) -> npt.NDArray[np.str_]:
+    """'small', 'tall' or 'fireball' (gym-super-mario-bros maps every value above 1 to fireball)."""
+    return STATUS_NAMES[np.minimum(_byte(ram, "player_status"), 2)]
+
+
+def is_dying(ram: Ram) -> npt.NDArray[np.bool_]:
+    return (_byte(ram, "player_state") == 0x0B) | (_byte(ram, "y_viewport") > 1)
+
+
+def is_dead(ram: Ram) -> npt.NDArray[np.bool_]:
+    return _byte(ram, "player_state") == 0x06
+
+
+def is_game_over(ram: Ram) -> npt.NDArray[np.bool_]:
+    return _byte(ram, "lives") == 0xFF
+
+
+def is_busy(ram: Ram) -> npt.NDArray[np.bool_]:
+    return np.isin(ram[..., ADDR["player_state"]], BUSY_STATES)
+
+
+def is_world_over(ram: Ram) -> npt.NDArray[np.bool_]:
+    return _byte(ram, "oper_mode") == OPER_MODE_END_OF_WORLD
+
+
+def is_stage_over(ram: Ram) -> npt.NDArray[np.bool_]:
+    """Bowser or the flagpole is loaded and Mario slides down the pole."""
+    start = ADDR["enemy_types"]
+    enemies = ram[..., start : start + 5]
+    boss_or_flag = np.isin(enemies, STAGE_OVER_ENEMIES).any(axis=-1)
+    return boss_or_flag & (_byte(ram, "float_state") == 3)
+
+
+def flag_get(ram: Ram) -> npt.NDArray[np.bool_]:
+    return is_world_over(ram) | is_stage_over(ram)
+
+
+def info(ram: Ram) -> dict[str, np.ndarray]:
+    """The info dict of gym-super-mario-bros, one array per key."""
+    return {
+        "coins": coins(ram),
+        "flag_get": flag_get(ram),
+        "life": life(ram),
+        "score": score(ram),
+        "stage": stage(ram),
+        "status": status(ram),
+        "time": time(ram),
+        "world": world(ram),
+        "x_pos": x_pos(ram),
+        "y_pos": y_pos(ram),
+    }
+
+
+def reward(prev: Ram, ram: Ram) -> npt.NDArray[np.int64]:
+    """x progress + clock penalty + death penalty, clipped to [-15, 15].
+
+    - x: ``x_pos - prev x_pos``, but 0 when it jumps by more than 5 (a death or a warp);
+    - clock: ``time - prev time`` when the clock went down, else 0 (a reset refills it);
+    - death: -25 while Mario is dying or dead.
+    """
+    dx = x_pos(ram) - x_pos(prev)
+    dx = np.where(np.abs(dx) > MAX_X_DELTA, 0, dx)
+    dt = np.minimum(time(ram) - time(prev), 0)
+    death = np.where(is_dying(ram) | is_dead(ram), DEATH_PENALTY, 0)
+    return np.clip(dx + dt + death, *REWARD_RANGE)
+
+
+def done(ram: Ram, *, single_stage: bool = False) -> npt.NDArray[np.bool_]:
+    """Game over; for a single-stage environment (``SuperMarioBros-1-1-v0``) also death or flag."""
+    if single_stage:
+        return is_dying(ram) | is_dead(ram) | flag_get(ram)
+    return is_game_over(ram)
