@@ -105,10 +105,12 @@ impl Bus {
 
     /// OAM DMA: the CPU halts on its next read, one more cycle aligns to a read ("get")
     /// cycle if needed, then 256 get/put pairs copy page `page` to $2004: 513 or 514 cycles.
+    /// Get cycles are the odd ones counted from power-on; the other parity puts an IRQ one
+    /// instruction late in cpu_interrupts_v2 test 4 (IRQ at +526 must follow instruction 8).
     fn run_oam_dma(&mut self, page: u8, halted_addr: u16) {
         self.tick();
         self.read_mem(halted_addr);
-        if self.cycles & 1 == 1 {
+        if self.cycles & 1 == 0 {
             self.tick();
             self.read_mem(halted_addr);
         }
