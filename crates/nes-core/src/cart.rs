@@ -22,6 +22,8 @@ pub const PRG_RAM_SIZE: usize = 0x2000;
 pub const CHR_RAM_SIZE: usize = 0x2000;
 /// Two 1 KiB nametables on the console, two more for four-screen boards.
 pub const CIRAM_SIZE: usize = 0x1000;
+/// Larger than any board nesle supports can address (MMC1/MMC3: 512 KiB PRG, 256 KiB CHR).
+const MAX_ROM: usize = 0x40_0000;
 
 /// Why a ROM file was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,6 +147,14 @@ impl Header {
         if chr_ram > CHR_RAM_SIZE {
             return Err(RomError::UnsupportedSize { what: "CHR RAM", bytes: chr_ram });
         }
+        // Banking works in 8 KiB PRG and 1 KiB CHR units; NES 2.0's exponent form can declare
+        // other sizes (and absurd ones), which no supported board uses.
+        if prg_rom % 0x2000 != 0 || prg_rom > MAX_ROM {
+            return Err(RomError::UnsupportedSize { what: "PRG ROM", bytes: prg_rom });
+        }
+        if chr_rom % 0x400 != 0 || chr_rom > MAX_ROM {
+            return Err(RomError::UnsupportedSize { what: "CHR ROM", bytes: chr_rom });
+        }
         let trainer = f6 & 0x04 != 0;
         let expected = 16 + if trainer { 512 } else { 0 } + prg_rom + chr_rom;
         if rom.len() < expected {
@@ -157,8 +167,12 @@ impl Header {
         } else {
             Mirroring::Horizontal
         };
-        if MapperKind::from_number(mapper).is_none() {
+        let Some(kind) = MapperKind::from_number(mapper) else {
             return Err(RomError::UnsupportedMapper { mapper });
+        };
+        // MMC3 fixes the second-to-last 8 KiB bank: it needs at least two.
+        if kind == MapperKind::Mmc3 && prg_rom < 0x4000 {
+            return Err(RomError::UnsupportedSize { what: "MMC3 PRG ROM", bytes: prg_rom });
         }
         Ok(Header {
             mapper,

@@ -161,6 +161,9 @@ impl Console {
         if state.len() < total {
             return Err(StateError::Truncated { needed: total, got: state.len() });
         }
+        if state.len() > total {
+            return Err(StateError::BadField("trailing bytes after the checksum"));
+        }
         let hash = u64::from_le_bytes(state[16..24].try_into().unwrap());
         if hash != self.bus.cart.rom_hash() {
             return Err(StateError::OtherRom { found: hash, expected: self.bus.cart.rom_hash() });

@@ -25,6 +25,7 @@ pub mod cart;
 pub mod console;
 pub mod controller;
 pub mod cpu;
+pub mod flat;
 pub mod mapper;
 pub mod palette;
 pub mod ppu;

@@ -10,6 +10,7 @@
 //! ([`crate::ppu::Ppu::emphasis`]).
 
 /// RGB of each of the 64 colour indices.
+#[rustfmt::skip]
 pub const NTSC_RGB: [[u8; 3]; 64] = [
     // $00-$0F
     [84, 84, 84], [0, 30, 116], [8, 16, 144], [48, 0, 136],

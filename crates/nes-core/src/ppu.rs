@@ -74,6 +74,7 @@ const SPR_LINE_ZERO: u8 = 0x40;
 
 /// Palette RAM at power-on, as read from one real console by blargg's `power_up_palette` test.
 /// Real consoles differ; any value is "correct", this one at least is a real one.
+#[rustfmt::skip]
 const POWER_UP_PALETTE: [u8; 32] = [
     0x09, 0x01, 0x00, 0x01, 0x00, 0x02, 0x02, 0x0D, 0x08, 0x10, 0x08, 0x24, 0x00, 0x00, 0x04, 0x2C, //
     0x09, 0x01, 0x34, 0x03, 0x00, 0x04, 0x00, 0x14, 0x08, 0x3A, 0x00, 0x02, 0x00, 0x20, 0x2C, 0x08,
@@ -394,7 +395,8 @@ impl Ppu {
                         self.t = (self.t & !0x001f) | (v as u16 >> 3);
                         self.x = v & 7;
                     } else {
-                        self.t = (self.t & 0x0c1f) | ((v as u16 & 7) << 12) | ((v as u16 & 0xf8) << 2);
+                        self.t =
+                            (self.t & 0x0c1f) | ((v as u16 & 7) << 12) | ((v as u16 & 0xf8) << 2);
                     }
                     self.w = !self.w;
                 }

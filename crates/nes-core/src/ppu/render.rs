@@ -321,9 +321,14 @@ impl Ppu {
             return;
         }
         // Entries 0..15 and 0x11..0x1F (never a multiple of 4) need no mirroring.
-        let index = if spr != 0 && (bg == 0 || spr & SPR_LINE_BEHIND == 0) { 0x10 | (spr & 0x0f) } else { bg };
+        let index = if spr != 0 && (bg == 0 || spr & SPR_LINE_BEHIND == 0) {
+            0x10 | (spr & 0x0f)
+        } else {
+            bg
+        };
         let grey = 0x3f & !((mask & MASK_GREY) * 0x0f);
-        self.pixels[self.scanline as usize * WIDTH + x as usize] = self.palette[index as usize] & grey;
+        self.pixels[self.scanline as usize * WIDTH + x as usize] =
+            self.palette[index as usize] & grey;
     }
 
     /// Flattens the 8 sprite units into one entry per x: the first opaque sprite's pixel

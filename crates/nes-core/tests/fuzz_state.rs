@@ -1,0 +1,176 @@
+//! Fuzzing `Console::load_state` with mutated valid states: bytes flipped, the blob truncated
+//! or extended, with and without the checksum recomputed afterwards.
+//!
+//! Without a fixed checksum every change must be refused (the FNV-1a trailer catches it). With
+//! the checksum and length recomputed, the mutation reaches the field decoders, which must
+//! either refuse a value the console can never hold or accept a state that then runs without
+//! panicking. A refused load must leave the console's state bytes and picture untouched.
+//! States come from small ROMs of every supported board, so every mapper's fields are decoded.
+//! ~3 s in release.
+
+use nes_core::state::fnv1a;
+use nes_core::{Console, StateError};
+use proptest::prelude::*;
+use std::sync::OnceLock;
+
+/// magic(8) + version(4) + body length(4) + ROM hash(8), then the body, then FNV-1a(8) of all
+/// that precedes it (crates/nes-core/src/console.rs).
+const HEADER_LEN: usize = 24;
+const CHECKSUM_LEN: usize = 8;
+
+/// A small ROM that keeps every mapper busy; see fuzz_rom.rs for the annotated listing.
+fn tiny_rom(mapper: u8, prg_16k: u8, chr_8k: u8) -> Vec<u8> {
+    #[rustfmt::skip]
+    let code: &[u8] = &[
+        0x78, 0xd8, 0xa2, 0xff, 0x9a, 0x58,
+        0xa9, 0x80, 0x8d, 0x00, 0x20, 0xa9, 0x1e, 0x8d, 0x01, 0x20,
+        0xe6, 0x10, 0xa5, 0x10, 0x8d, 0x07, 0x20,
+        0x8d, 0x00, 0x80, 0x8d, 0x01, 0x80, 0x8d, 0x00, 0xc0, 0x8d, 0x01, 0xc0,
+        0x8d, 0x01, 0xe0, 0x8d, 0x00, 0x60, 0x4c, 0x06, 0xe0,
+        0xe6, 0x11, 0x40,
+        0x8d, 0x00, 0xe0, 0x40,
+    ];
+    let mut bank = vec![0xeau8; 0x4000];
+    bank[0x2000..0x2000 + code.len()].copy_from_slice(code);
+    bank[0x3ffa..].copy_from_slice(&[0x2c, 0xe0, 0x00, 0xe0, 0x2f, 0xe0]);
+    let mut rom = vec![b'N', b'E', b'S', 0x1a, prg_16k, chr_8k, (mapper & 0x0f) << 4 | 1, mapper & 0xf0];
+    rom.resize(16, 0);
+    for _ in 0..prg_16k {
+        rom.extend_from_slice(&bank);
+    }
+    for i in 0..chr_8k as usize * 0x2000 {
+        rom.push((i * 7 + i / 0x400) as u8);
+    }
+    rom
+}
+
+const BOARDS: &[(u8, u8, u8)] = &[(0, 2, 1), (1, 4, 2), (2, 4, 0), (3, 2, 4), (4, 4, 4), (7, 4, 0), (66, 4, 4)];
+
+/// Per board: the ROM, a state taken after 20 frames, and a console 7 frames further on (the
+/// one states are loaded into, so a successful load visibly changes it).
+struct Fixture {
+    state: Vec<u8>,
+    target: Console,
+    target_state: Vec<u8>,
+}
+
+fn fixtures() -> &'static Vec<Fixture> {
+    static F: OnceLock<Vec<Fixture>> = OnceLock::new();
+    F.get_or_init(|| {
+        BOARDS
+            .iter()
+            .map(|&(m, p, c)| {
+                let mut nes = Console::new(&tiny_rom(m, p, c)).unwrap();
+                for _ in 0..20 {
+                    nes.run_frame();
+                }
+                let state = nes.save_state();
+                for _ in 0..7 {
+                    nes.run_frame();
+                }
+                let target_state = nes.save_state();
+                Fixture { state, target: nes, target_state }
+            })
+            .collect()
+    })
+}
+
+#[derive(Debug, Clone)]
+struct Mutation {
+    board: usize,
+    flips: Vec<(prop::sample::Index, u8)>,
+    cut: Option<prop::sample::Index>,
+    extra: Vec<u8>,
+    /// Rewrite the body length and checksum so the mutation reaches the field decoders.
+    fix_checksum: bool,
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    (
+        0..BOARDS.len(),
+        prop::collection::vec((any::<prop::sample::Index>(), 1u8..), 0..8),
+        prop::option::weighted(0.2, any::<prop::sample::Index>()),
+        prop::collection::vec(any::<u8>(), 0..16).prop_map(|v| if v.len() > 12 { v } else { Vec::new() }),
+        any::<bool>(),
+    )
+        .prop_map(|(board, flips, cut, extra, fix_checksum)| Mutation { board, flips, cut, extra, fix_checksum })
+}
+
+impl Mutation {
+    fn apply(&self, state: &[u8]) -> Vec<u8> {
+        let mut s = state.to_vec();
+        for (i, x) in &self.flips {
+            let i = i.index(s.len());
+            s[i] ^= x;
+        }
+        if let Some(c) = &self.cut {
+            s.truncate(c.index(s.len()));
+        }
+        s.extend_from_slice(&self.extra);
+        if self.fix_checksum && s.len() >= HEADER_LEN + CHECKSUM_LEN {
+            let body = s.len() - HEADER_LEN - CHECKSUM_LEN;
+            s[12..16].copy_from_slice(&(body as u32).to_le_bytes());
+            let sum = fnv1a(&s[..s.len() - CHECKSUM_LEN]);
+            let n = s.len();
+            s[n - CHECKSUM_LEN..].copy_from_slice(&sum.to_le_bytes());
+        }
+        s
+    }
+}
+
+fn pixel_hash(nes: &Console) -> u64 {
+    fnv1a(nes.pixels())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_states_never_panic_and_failed_loads_change_nothing(m in mutation()) {
+        let fx = &fixtures()[m.board];
+        let bad = m.apply(&fx.state);
+        let mut nes = fx.target.clone();
+        let pixels = pixel_hash(&nes);
+        match nes.load_state(&bad) {
+            Err(e) => {
+                prop_assert!(!matches!(e, StateError::BufferTooSmall { .. }), "load cannot run out of buffer");
+                prop_assert!(!e.to_string().is_empty());
+                prop_assert!(nes.save_state() == fx.target_state, "a failed load ({e}) changed the console");
+                prop_assert_eq!(pixel_hash(&nes), pixels, "a failed load changed the picture");
+            }
+            Ok(()) => {
+                if !m.fix_checksum {
+                    // Only the original may load unrepaired (trailing bytes are the business of
+                    // `a_state_with_trailing_bytes_is_refused`).
+                    prop_assert!(bad.starts_with(&fx.state), "an unrepaired mutated state was accepted");
+                }
+                // Whatever was accepted must run.
+                for _ in 0..3 {
+                    nes.run_frame();
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_unmutated_state_loads_and_round_trips() {
+    for (fx, &(m, _, _)) in fixtures().iter().zip(BOARDS) {
+        let mut nes = fx.target.clone();
+        nes.load_state(&fx.state).unwrap_or_else(|e| panic!("mapper {m}: {e}"));
+        assert!(nes.save_state() == fx.state, "mapper {m}: load then save is not the identity");
+    }
+}
+
+/// Bytes after the checksum are not part of any state nesle writes: a blob with a tail is a
+/// framing error (two states concatenated, a wrong length passed in), so it must be refused.
+#[test]
+fn a_state_with_trailing_bytes_is_refused() {
+    for (fx, &(m, _, _)) in fixtures().iter().zip(BOARDS) {
+        let mut nes = fx.target.clone();
+        let mut long = fx.state.clone();
+        long.push(0);
+        assert!(nes.load_state(&long).is_err(), "mapper {m}: a state with a trailing byte loaded");
+        assert!(nes.save_state() == fx.target_state, "mapper {m}: console changed");
+    }
+}
