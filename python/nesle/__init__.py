@@ -1,7 +1,14 @@
 """nesle: a GPU-native NES emulator for reinforcement learning.
 
 The emulator runs in Rust (``nesle._native``); this package adds ROM files (:mod:`nesle.roms`),
-per-game RAM logic (:mod:`nesle.games`) and the command line (:mod:`nesle.cli`).
+per-game RAM logic (:mod:`nesle.games`), environments (:func:`make`, :func:`make_vec`, and
+:mod:`nesle.sb3` for Stable-Baselines3) and the command line (:mod:`nesle.cli`).
+
+Importing nesle registers gymnasium ids: ``nesle/SuperMarioBros-v0`` (the whole game from 1-1),
+``nesle/SuperMarioBros-<world>-<stage>-v0`` for the 32 stages (one stage: episodes end on a
+lost life or the flag, as gym-super-mario-bros' single-stage envs), and ``nesle/Tetris-v0``.
+They observe ``"rgb"`` like the gym-* packages; ``gymnasium.make_vec(id, n)`` builds one native
+batch of n consoles.
 
 Backends: ``CpuBatch`` steps N consoles on all CPU cores; a GPU backend comes later.
 """
@@ -17,7 +24,9 @@ from nesle._native import (
     palette,
     rom_info,
 )
+from nesle.env import NesleEnv, make
 from nesle.roms import RomNotFoundError
+from nesle.vector import BackendUnavailableError, ClosedEnvError, NesleVectorEnv, make_vec
 
 #: Controller button bits, as ``CpuBatch.step`` takes them (OR them together).
 BUTTON_A = 1 << 0
@@ -41,11 +50,45 @@ __all__ = [
     "HEIGHT",
     "RAM_SIZE",
     "WIDTH",
+    "BackendUnavailableError",
+    "ClosedEnvError",
     "CpuBatch",
+    "NesleEnv",
+    "NesleVectorEnv",
     "RomError",
     "RomNotFoundError",
     "StateError",
     "__version__",
+    "make",
+    "make_vec",
     "palette",
     "rom_info",
 ]
+
+
+def _register() -> None:
+    import gymnasium
+
+    def reg(env_id: str, **kwargs: object) -> None:
+        if env_id in gymnasium.registry:  # importlib.reload(nesle)
+            return
+        gymnasium.register(
+            env_id,
+            entry_point="nesle.env:NesleEnv",
+            vector_entry_point="nesle.vector:NesleVectorEnv",
+            kwargs={"obs": "rgb", **kwargs},
+        )
+
+    reg("nesle/SuperMarioBros-v0", game_or_rom="smb")
+    for world in range(1, 9):
+        for stage in range(1, 5):
+            reg(
+                f"nesle/SuperMarioBros-{world}-{stage}-v0",
+                game_or_rom="smb",
+                start_states=f"{world}-{stage}",
+                done="stage",
+            )
+    reg("nesle/Tetris-v0", game_or_rom="tetris")
+
+
+_register()

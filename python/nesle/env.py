@@ -1,0 +1,86 @@
+"""``nesle.make``: one console as a ``gymnasium.Env``.
+
+A thin adapter over :class:`nesle.vector.NesleVectorEnv` with one console and no autoreset: the
+stepping, rewards, observations and start states are the vector env's (see its module doc).
+Infos are the game's (e.g. gym-super-mario-bros' ``coins``, ``flag_get``, ``life``, ...) as
+Python scalars, plus ``elapsed_steps``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from nesle.vector import EnvState, NesleVectorEnv
+
+
+class NesleEnv(gym.Env):
+    """One NES console as a gymnasium environment. Build it with :func:`nesle.make`."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 60}  # noqa: RUF012
+
+    def __init__(self, game_or_rom: str | Path | bytes, **kwargs: Any) -> None:
+        if "num_envs" in kwargs:
+            raise TypeError("nesle.make() runs one console; use nesle.make_vec() for more")
+        self.vec = NesleVectorEnv(game_or_rom, 1, autoreset=False, **kwargs)
+        self.observation_space = self.vec.single_observation_space
+        self.action_space = self.vec.single_action_space
+        self.render_mode = self.vec.render_mode
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        if seed is not None:
+            self.action_space.seed(seed)
+        obs, info = self.vec.reset(seed=seed, options=options)
+        return obs[0], _unbatch(info)
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+            a = np.asarray(action)
+            if a.shape != () or a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
+                raise TypeError(
+                    f"action must be an int in 0..{self.vec.num_actions - 1}, got {action!r}"
+                )
+        obs, reward, terminated, truncated, info = self.vec.step(np.asarray([action]))
+        return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), _unbatch(info)
+
+    def render(self) -> np.ndarray | None:
+        frames = self.vec.render()
+        return None if frames is None else frames[0]
+
+    def close(self) -> None:
+        self.vec.close()
+
+    def save_state(self) -> EnvState:
+        return self.vec.save_state(0)
+
+    def load_state(self, state: EnvState) -> np.ndarray:
+        return self.vec.load_state(0, state)
+
+    def ram(self) -> np.ndarray:
+        """(2048,) work RAM now."""
+        return self.vec.ram()[0]
+
+
+def _unbatch(info: dict[str, Any]) -> dict[str, Any]:
+    """Element 0 of every array in a vector info, as Python scalars; masks dropped."""
+    out: dict[str, Any] = {}
+    for key, value in info.items():
+        if key.startswith("_"):
+            continue
+        if isinstance(value, dict):
+            out[key] = _unbatch(value)
+        else:
+            v = value[0]
+            out[key] = v.item() if isinstance(v, np.generic) else v
+    return out
+
+
+def make(game_or_rom: str | Path | bytes, **kwargs: Any) -> NesleEnv:
+    """One console of a game as a ``gymnasium.Env``; keywords as :func:`nesle.make_vec`."""
+    return NesleEnv(game_or_rom, **kwargs)

@@ -1,0 +1,126 @@
+"""Stable-Baselines3: :class:`NesleVecEnv`, SB3's ``VecEnv`` over one native batch.
+
+An adapter over :class:`nesle.vector.NesleVectorEnv`; stepping, rewards and start states are
+its. SB3's contract on top:
+
+- ``step_wait`` returns ``(obs, rewards, dones, infos)`` with ``dones = terminated | truncated``
+  and ``infos`` a list of per-env dicts; an ended episode is reset in the same step (as
+  ``DummyVecEnv`` does), its last observation in ``infos[i]["terminal_observation"]`` and
+  ``infos[i]["TimeLimit.truncated"]`` true when it ended by ``max_episode_steps`` only;
+- ``obs="gray84"`` without frame stacking observes (1, 84, 84), so SB3 sees a channel-first
+  image (its CNN policies need a channel axis);
+- ``seed(s)`` takes effect at the next ``reset()``, as in SB3.
+
+Requires ``stable-baselines3`` (``pip install nesle[sb3]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
+
+from nesle.vector import NesleVectorEnv
+
+
+class NesleVecEnv(VecEnv):
+    """N NES consoles as a Stable-Baselines3 ``VecEnv``.
+
+    ``NesleVecEnv("smb", 8, obs="gray84", frame_stack=4)`` takes :func:`nesle.make_vec`'s
+    arguments; ``NesleVecEnv(venv)`` wraps an existing :class:`NesleVectorEnv` (one made with
+    ``autoreset=True``, the default).
+    """
+
+    def __init__(
+        self, game_or_env: str | Path | bytes | NesleVectorEnv, num_envs: int | None = None,
+        **kwargs: Any,
+    ) -> None:  # fmt: skip
+        if isinstance(game_or_env, NesleVectorEnv):
+            if num_envs is not None or kwargs:
+                raise TypeError("NesleVecEnv(venv) takes no other arguments")
+            if not game_or_env.autoreset:
+                raise ValueError("NesleVecEnv needs a NesleVectorEnv made with autoreset=True")
+            self.venv = game_or_env
+        else:
+            if num_envs is None:
+                raise TypeError("NesleVecEnv(game_or_rom, num_envs, **make_vec_kwargs)")
+            self.venv = NesleVectorEnv(game_or_env, num_envs, **kwargs)
+        space = self.venv.single_observation_space
+        self._add_channel = self.venv.obs_mode == "gray84" and self.venv.frame_stack == 1
+        if self._add_channel:
+            space = gym.spaces.Box(0, 255, (1, *space.shape), np.uint8)
+        self.render_mode = self.venv.render_mode
+        super().__init__(self.venv.num_envs, space, self.venv.single_action_space)
+        self._actions: np.ndarray | None = None
+
+    def _obs(self, obs: np.ndarray) -> np.ndarray:
+        return obs[:, None] if self._add_channel else obs
+
+    def reset(self) -> np.ndarray:
+        seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
+        obs, info = self.venv.reset(seed=seed)
+        self._reset_seeds()
+        self._reset_options()
+        self.reset_infos = [_env_info(info, i) for i in range(self.num_envs)]
+        return self._obs(obs)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = actions
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        if self._actions is None:
+            raise RuntimeError("step_wait() without step_async()")
+        actions, self._actions = self._actions, None
+        obs, reward, terminated, truncated, info = self.venv.step(actions)
+        dones = terminated | truncated
+        infos = [_env_info(info, i) for i in range(self.num_envs)]
+        for i in np.flatnonzero(dones):
+            last = info["final_obs"][i]
+            infos[i]["terminal_observation"] = last[None] if self._add_channel else last
+            infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+            infos[i].update(_env_info(info["final_info"], i))  # the game info of the last frame
+        return self._obs(obs), reward, dones, infos
+
+    def close(self) -> None:
+        self.venv.close()
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        frames = self.venv.render()
+        return [None] * self.num_envs if frames is None else list(frames)
+
+    # One native batch holds every console, so attributes and methods are the batch's.
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return [getattr(self.venv, attr_name) for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        setattr(self.venv, attr_name, value)
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+        **method_kwargs: Any,
+    ) -> list[Any]:  # fmt: skip
+        method = getattr(self.venv, method_name)
+        return [method(*method_args, **method_kwargs) for _ in self._get_indices(indices)]
+
+    def env_is_wrapped(
+        self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None
+    ) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]
+
+
+def _env_info(info: dict[str, Any], i: int) -> dict[str, Any]:
+    """Console ``i``'s entries of a vector info (Python scalars; masks and finals dropped)."""
+    out: dict[str, Any] = {}
+    for key, value in info.items():
+        if key.startswith("_") or key in ("final_obs", "final_info"):
+            continue
+        if isinstance(value, dict):
+            out[key] = _env_info(value, i)
+        else:
+            v = value[i]
+            out[key] = v.item() if isinstance(v, np.generic) else v
+    return out

