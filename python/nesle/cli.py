@@ -3,6 +3,8 @@
     nesle roms fetch [GAME ...]   download ROMs into the user cache (default: every known game)
     nesle roms list               where each game's ROM is, or that it is missing
     nesle info ROM                what a ROM's header declares (a path or a game name)
+    nesle bench [--protocol A B] [--envs 1 16] [--json out.json]
+                                  the benchmark protocols on SMB World 1-1 (docs/benchmarks)
     nesle demo [--frames N] [--out mario.png]
                                   boot Super Mario Bros., press Start, run right; save a screenshot
                                   (fetches the ROM first if it is missing)
@@ -118,6 +120,13 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from nesle import bench
+
+    args.argv = sys.argv[2:]
+    return bench.main(args)
+
+
 def _info(args: argparse.Namespace) -> int:
     path = roms.find(args.rom)
     data = path.read_bytes()
@@ -169,6 +178,17 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("--rom", default="smb", help="ROM path or game name (default smb)")
     demo.set_defaults(func=_demo)
 
+    bench = sub.add_parser("bench", help="benchmark protocols A / B on SMB World 1-1")
+    bench.add_argument("--protocol", dest="protocols", nargs="+", default=["A", "B"],
+                       choices=["A", "B"], help="protocols to run (default: A B)")
+    bench.add_argument("--envs", nargs="+", type=int, default=[1, 16], help="env counts")
+    bench.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
+    bench.add_argument("--pixels", action="store_true", help="pixel output on (B+pixels)")
+    bench.add_argument("--warmup", type=int, default=30, help="untimed steps (default 30)")
+    bench.add_argument("--steps", type=int, default=200, help="timed steps (default 200)")
+    bench.add_argument("--json", type=Path, help="write the rows as JSON here")
+    bench.set_defaults(func=_bench)
+
     info = sub.add_parser("info", help="print what a ROM's header declares")
     info.add_argument("rom", help="ROM path or game name")
     info.set_defaults(func=_info)
@@ -187,7 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (roms.RomNotFoundError, roms.UnknownGameError, roms.FetchError, nesle.RomError) as e:
+    except (
+        roms.RomNotFoundError,
+        roms.UnknownGameError,
+        roms.FetchError,
+        nesle.RomError,
+        nesle.BackendUnavailableError,
+    ) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,134 @@
+"""``nesle bench``: the benchmark protocols of the project (see docs/benchmarks/README.md).
+
+Workload: Super Mario Bros. from the first frame of World 1-1 gameplay, frameskip 4 (one
+env-step = 4 NES frames), ``warmup`` untimed steps then ``steps`` timed steps; throughput =
+envs x timed steps / wall seconds, with the backend synchronised at the end of every step.
+
+- A (lockstep): every env presses RIGHT every step.
+- B (decorrelated): every env draws one of the 7 SIMPLE_MOVEMENT masks per step from a
+  seeded RNG; no resets, deaths play out.
+- B+pixels: B with pixel output on (``--pixels``), plus the conversion to the observation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+import nesle
+from nesle import roms, start_states
+from nesle.vector import BackendUnavailableError
+from nesle.actions import SIMPLE_MOVEMENT, button_masks
+
+RIGHT = 0x80
+
+
+@dataclass
+class Row:
+    protocol: str
+    backend: str
+    envs: int
+    steps: int
+    seconds: float
+    env_steps_per_s: float
+    frames_per_s: float
+
+
+def _batch(backend: str, rom: bytes, n: int):
+    if backend == "cpu":
+        return nesle.CpuBatch(rom, n)
+    raise BackendUnavailableError(
+        f"backend {backend!r} is not available in this build (available: cpu)"
+    )
+
+
+def run(
+    protocol: str,
+    n: int,
+    *,
+    backend: str = "cpu",
+    frameskip: int = 4,
+    warmup: int = 30,
+    steps: int = 200,
+    seed: int = 0,
+    pixels: bool = False,
+    rom: bytes | None = None,
+) -> Row:
+    """One protocol at one env count; returns its throughput."""
+    rom = rom if rom is not None else roms.load("smb")
+    start = start_states.smb(rom, ["1-1"])[0]
+    batch = _batch(backend, rom, n)
+    batch.restore(start.state)
+    batch.set_render(pixels)
+    rng = np.random.default_rng(seed)
+    masks = button_masks(SIMPLE_MOVEMENT)
+    lockstep = np.full(n, RIGHT, np.uint8)
+
+    def actions() -> np.ndarray:
+        if protocol == "A":
+            return lockstep
+        return masks[rng.integers(0, len(masks), size=n)]
+
+    def step() -> None:
+        batch.step(actions(), frameskip)
+        if pixels:
+            batch.pixels()
+
+    for _ in range(warmup):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    dt = time.perf_counter() - t0
+    name = protocol + ("+pixels" if pixels else "")
+    rate = n * steps / dt
+    return Row(name, backend, n, steps, dt, rate, rate * frameskip)
+
+
+def machine() -> dict[str, str | int]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count() or 1, "python": platform.python_version()}
+
+
+def main(args) -> int:
+    rows = []
+    print(f"{'protocol':<10} {'backend':<7} {'envs':>8} {'env-steps/s':>14} {'frames/s':>12}")
+    for protocol in args.protocols:
+        for n in args.envs:
+            row = run(
+                protocol,
+                n,
+                backend=args.backend,
+                warmup=args.warmup,
+                steps=args.steps,
+                pixels=args.pixels,
+            )
+            rows.append(row)
+            print(
+                f"{row.protocol:<10} {row.backend:<7} {row.envs:>8,} "
+                f"{row.env_steps_per_s:>14,.0f} {row.frames_per_s:>12,.0f}"
+            )
+    if args.json:
+        doc = {
+            "command": "nesle bench " + " ".join(args.argv),
+            "date": time.strftime("%Y-%m-%d"),
+            "machine": machine(),
+            "nesle": nesle.__version__,
+            "rows": [asdict(r) for r in rows],
+        }
+        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0

@@ -1,0 +1,31 @@
+"""`nesle bench`: the protocols run and report a consistent table (throughput itself is measured
+by running the command, not by tests)."""
+
+import json
+
+import pytest
+
+from nesle import bench, cli
+
+
+@pytest.mark.rom
+def test_protocol_a_runs_every_env_right_from_world_1_1(smb_rom):
+    row = bench.run("A", 2, warmup=1, steps=3, rom=smb_rom)
+    assert (row.protocol, row.backend, row.envs, row.steps) == ("A", "cpu", 2, 3)
+    assert row.env_steps_per_s == pytest.approx(2 * 3 / row.seconds)
+    assert row.frames_per_s == pytest.approx(4 * row.env_steps_per_s)
+
+
+@pytest.mark.rom
+def test_the_cli_writes_json_rows(tmp_path):
+    out = tmp_path / "bench.json"
+    assert cli.main(["bench", "--protocol", "B", "--envs", "1", "--warmup", "1", "--steps", "2",
+                     "--pixels", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["rows"][0]["protocol"] == "B+pixels"
+    assert doc["machine"]["cores"] >= 1
+
+
+def test_the_cuda_backend_is_a_clear_error_without_a_gpu_build(capsys):
+    assert cli.main(["bench", "--backend", "cuda", "--envs", "1", "--steps", "1"]) == 2
+    assert "not available" in capsys.readouterr().err
