@@ -1,38 +1,71 @@
-//! nes-cuda: batches of NES consoles as hand-written CUDA kernels (see `kernels/`).
+//! nes-cuda: batches of NES consoles as CUDA kernels, one thread per console.
 //!
-//! The kernels implement exactly the emulation model of `nes-core`, which is the parity
-//! oracle. This crate will load them through cudarc with dynamic loading, so that building
-//! or importing it needs no CUDA toolkit and a machine without a GPU gets a clear error.
+//! The kernels (`kernels/*.cuh`, one file per chip) mirror nes-core function by function and
+//! must agree with it bit for bit. Each console's whole state is one
+//! [`nes_core::flat::FlatState`], a `#[repr(C)]` struct whose C header is generated from Rust
+//! ([`header`]). The same kernel sources are compiled twice by build.rs: as host C++ for the
+//! parity tests that run in CI without a GPU ([`host`]), and by nvcc into an embedded fatbin
+//! that [`Batch`] launches through cudarc (dynamically loaded: building or importing needs
+//! no CUDA toolkit, and a machine without a GPU gets [`Error::NoDevice`]).
 //!
-//! Status: the kernels are not written yet; [`Error::NoDevice`] is what every constructor
-//! returns until they are.
+//! All unsafe code and every CUDA call live in the private `launch` module.
 
-/// Errors of the CUDA backend.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Error {
-    /// No CUDA driver or GPU is available, or the backend is not built yet.
-    NoDevice(String),
-}
+mod batch;
+mod error;
+pub mod header;
+mod launch;
+mod rom;
 
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::NoDevice(why) => write!(f, "CUDA backend unavailable: {why}"),
+pub use batch::{Batch, BatchConfig, DevicePointers};
+pub use cudarc::driver::CudaSlice;
+pub use error::Error;
+pub use nes_core::flat::{FlatState, FLAT_STATE_SIZE};
+pub use rom::RomImage;
+
+/// Picture size of the optional pixel output: 256x240 palette indices per env.
+pub const PIXELS_PER_ENV: usize = 256 * 240;
+
+/// The kernels compiled as host C++: the CPU twin of [`Batch::step`], for parity tests.
+pub mod host {
+    use crate::{launch, Error, FlatState, RomImage, PIXELS_PER_ENV};
+
+    /// For each env: pad-0 buttons = `actions[env]`, then `frames` frames, exactly as the GPU
+    /// kernel `nesle_step` does. `pixels`, if given, receives each env's last frame.
+    pub fn step(
+        states: &mut [FlatState],
+        rom: &RomImage,
+        actions: &[u8],
+        frames: u32,
+        pixels: Option<&mut [u8]>,
+    ) -> Result<(), Error> {
+        if actions.len() != states.len() {
+            return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), states.len())));
         }
+        if let Some(p) = &pixels {
+            if p.len() != states.len() * PIXELS_PER_ENV {
+                return Err(Error::BadArgument(format!("pixel buffer of {} bytes for {} envs", p.len(), states.len())));
+            }
+        }
+        for s in states.iter() {
+            if s.cart_prg_len as usize != rom.prg.len() || (s.cart_chr_is_ram == 0 && s.cart_chr_len as usize != rom.chr.len()) {
+                return Err(Error::BadArgument("state belongs to another ROM".into()));
+            }
+        }
+        launch::host_step(states, rom, actions, frames, pixels);
+        Ok(())
     }
-}
 
-impl std::error::Error for Error {}
+    /// One CPU step (an instruction, or an interrupt sequence) of one console: pinpoints the
+    /// first diverging instruction when a frame-level parity check fails.
+    pub fn cpu_step(state: &mut FlatState, rom: &RomImage) -> Result<(), Error> {
+        let pad = state.pad_buttons[0];
+        step(std::slice::from_mut(state), rom, &[pad], 0, None)?;
+        launch::host_cpu_step(state, rom);
+        Ok(())
+    }
 
-/// Whether a CUDA backend can be used on this machine.
-pub fn available() -> Result<(), Error> {
-    Err(Error::NoDevice("the CUDA kernels are not part of this build yet".into()))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn without_kernels_the_backend_reports_itself_unavailable() {
-        assert!(super::available().is_err());
+    /// `sizeof(FlatState)` as the C++ compiler sees it (must equal Rust's).
+    pub fn c_state_size() -> usize {
+        launch::host_state_size()
     }
 }

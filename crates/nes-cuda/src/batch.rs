@@ -1,0 +1,256 @@
+//! [`Batch`]: N consoles of one ROM on one GPU, stepped by the `nesle_step` kernel.
+//!
+//! Buffers stay on the device: states (one [`FlatState`] per env), actions, the optional
+//! picture buffer, the ROM, and an optional bank of start states for masked resets. The host
+//! sees them only when asked (`states_to_host`, `ram_to_host`, ...); zero-copy consumers get
+//! raw addresses from [`Batch::device_pointers`].
+
+use crate::launch::{self, Gpu};
+use crate::{Error, FlatState, RomImage, FLAT_STATE_SIZE, PIXELS_PER_ENV};
+use cudarc::driver::CudaSlice;
+
+/// How to build a [`Batch`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BatchConfig {
+    /// CUDA device ordinal.
+    pub device: usize,
+    /// Allocate a 256x240 picture per env, written for the last frame of every step.
+    pub pixels: bool,
+}
+
+/// Raw device addresses of a batch's buffers, valid while the batch lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DevicePointers {
+    /// `n_envs` FlatStates of `state_size` bytes each.
+    pub states: u64,
+    pub state_size: usize,
+    /// `n_envs` bytes: the buttons used by `step`.
+    pub actions: u64,
+    /// `n_envs * 256 * 240` palette indices, if the batch has pixels.
+    pub pixels: Option<u64>,
+    pub n_envs: usize,
+}
+
+/// N consoles of one ROM on one GPU.
+#[derive(Debug)]
+pub struct Batch {
+    gpu: Gpu,
+    rom: RomImage,
+    n_envs: usize,
+    states: CudaSlice<u8>,
+    actions: CudaSlice<u8>,
+    pixels: Option<CudaSlice<u8>>,
+    prg: CudaSlice<u8>,
+    chr: CudaSlice<u8>,
+    bank: Option<(CudaSlice<u8>, usize)>,
+    mask: CudaSlice<u8>,
+    pick: CudaSlice<u32>,
+}
+
+impl Batch {
+    /// `n_envs` consoles of `rom`, all just powered on.
+    pub fn new(rom: &[u8], n_envs: usize, config: BatchConfig) -> Result<Batch, Error> {
+        let image = RomImage::new(rom)?;
+        let start = image.power_on();
+        Batch::with_state(image, n_envs, config, &start)
+    }
+
+    /// `n_envs` consoles of `rom`, all in state `start` (e.g. the first frame of a level).
+    pub fn with_state(rom: RomImage, n_envs: usize, config: BatchConfig, start: &FlatState) -> Result<Batch, Error> {
+        rom.check_state(start)?;
+        let gpu = Gpu::new(config.device)?;
+        let per_env = FLAT_STATE_SIZE + 1 + 1 + 4 + if config.pixels { PIXELS_PER_ENV } else { 0 };
+        let needed = n_envs * per_env + rom.prg.len() + rom.chr.len();
+        let (free, _) = gpu.memory()?;
+        // Leave 5% for the driver, the module and the kernel's local memory.
+        if needed > free / 20 * 19 {
+            return Err(Error::OutOfMemory { needed, free, n_envs });
+        }
+        let mut states = gpu.alloc(n_envs * FLAT_STATE_SIZE)?;
+        // Upload in chunks of 4096 states (95 MB) to bound host memory.
+        let chunk = 4096.min(n_envs.max(1));
+        let block = vec![*start; chunk];
+        let mut at = 0;
+        while at < n_envs {
+            let k = chunk.min(n_envs - at);
+            gpu.upload(launch::states_as_bytes(&block[..k]), &mut states, at * FLAT_STATE_SIZE)?;
+            at += k;
+        }
+        let mut prg = gpu.alloc(rom.prg.len())?;
+        gpu.upload(&rom.prg, &mut prg, 0)?;
+        let mut chr = gpu.alloc(rom.chr.len())?;
+        gpu.upload(&rom.chr, &mut chr, 0)?;
+        let pixels = if config.pixels { Some(gpu.alloc(n_envs * PIXELS_PER_ENV)?) } else { None };
+        let actions = gpu.alloc(n_envs)?;
+        let mask = gpu.alloc(n_envs)?;
+        let pick = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+        gpu.synchronize()?;
+        Ok(Batch { gpu, rom, n_envs, states, actions, pixels, prg, chr, bank: None, mask, pick })
+    }
+
+    pub fn n_envs(&self) -> usize {
+        self.n_envs
+    }
+
+    /// The GPU's name, for reports.
+    pub fn device_name(&self) -> String {
+        self.gpu.name()
+    }
+
+    pub fn rom(&self) -> &RomImage {
+        &self.rom
+    }
+
+    /// Sets pad-0 buttons of env i to `actions[i]` and runs `frames` frames on every env.
+    /// Asynchronous: call [`Batch::synchronize`] (or any `*_to_host`) to wait.
+    pub fn step(&mut self, actions: &[u8], frames: u32) -> Result<(), Error> {
+        if actions.len() != self.n_envs {
+            return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), self.n_envs)));
+        }
+        self.gpu.upload(actions, &mut self.actions, 0)?;
+        self.launch_step(None, frames)
+    }
+
+    /// Like [`Batch::step`] with actions already on the device (`n_envs` bytes).
+    pub fn step_device(&mut self, actions: &CudaSlice<u8>, frames: u32) -> Result<(), Error> {
+        if actions.len() < self.n_envs {
+            return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), self.n_envs)));
+        }
+        self.launch_step(Some(actions), frames)
+    }
+
+    fn launch_step(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32) -> Result<(), Error> {
+        let actions = actions.unwrap_or(&self.actions);
+        let chr_len = self.rom.chr.len() as u32;
+        self.gpu.step(
+            &mut self.states,
+            &self.prg,
+            self.rom.prg.len() as u32,
+            &self.chr,
+            chr_len,
+            actions,
+            self.n_envs,
+            frames,
+            self.pixels.as_mut(),
+        )
+    }
+
+    /// Waits for all queued work.
+    pub fn synchronize(&self) -> Result<(), Error> {
+        self.gpu.synchronize()
+    }
+
+    /// Every env's 2 KiB of CPU RAM, env-major (`n_envs * 2048` bytes).
+    pub fn ram_to_host(&self) -> Result<Vec<u8>, Error> {
+        let mut dense = self.gpu.alloc(self.n_envs * 0x800)?;
+        self.gpu.gather_ram(&self.states, &mut dense, self.n_envs)?;
+        let mut out = vec![0u8; self.n_envs * 0x800];
+        self.gpu.download(&dense, 0, &mut out)?;
+        Ok(out)
+    }
+
+    /// Every env's whole state.
+    pub fn states_to_host(&self) -> Result<Vec<FlatState>, Error> {
+        let mut out = vec![FlatState::zeroed(); self.n_envs];
+        self.gpu.download(&self.states, 0, launch::states_as_bytes_mut(&mut out))?;
+        Ok(out)
+    }
+
+    /// The last frame of every env (`n_envs * 256 * 240` palette indices), if enabled.
+    pub fn pixels_to_host(&self) -> Result<Vec<u8>, Error> {
+        let px = self.pixels.as_ref().ok_or_else(|| Error::BadArgument("batch built without pixels".into()))?;
+        let mut out = vec![0u8; self.n_envs * PIXELS_PER_ENV];
+        self.gpu.download(px, 0, &mut out)?;
+        Ok(out)
+    }
+
+    fn check_env(&self, i: usize) -> Result<(), Error> {
+        if i >= self.n_envs {
+            return Err(Error::BadArgument(format!("env {i} of {}", self.n_envs)));
+        }
+        Ok(())
+    }
+
+    /// Env `i`'s state.
+    pub fn save_state(&self, i: usize) -> Result<FlatState, Error> {
+        self.check_env(i)?;
+        let mut out = [FlatState::zeroed()];
+        self.gpu.download(&self.states, i * FLAT_STATE_SIZE, launch::states_as_bytes_mut(&mut out))?;
+        Ok(out[0])
+    }
+
+    /// Puts env `i` in `state` (validated against this ROM first).
+    pub fn load_state(&mut self, i: usize, state: &FlatState) -> Result<(), Error> {
+        self.check_env(i)?;
+        self.rom.check_state(state)?;
+        self.gpu.upload(launch::states_as_bytes(std::slice::from_ref(state)), &mut self.states, i * FLAT_STATE_SIZE)?;
+        self.gpu.synchronize()
+    }
+
+    /// Uploads the bank of start states that [`Batch::reset_masked`] copies from.
+    pub fn set_bank(&mut self, bank: &[FlatState]) -> Result<(), Error> {
+        if bank.is_empty() {
+            return Err(Error::BadArgument("empty reset bank".into()));
+        }
+        for s in bank {
+            self.rom.check_state(s)?;
+        }
+        let mut buf = self.gpu.alloc(bank.len() * FLAT_STATE_SIZE)?;
+        self.gpu.upload(launch::states_as_bytes(bank), &mut buf, 0)?;
+        self.bank = Some((buf, bank.len()));
+        Ok(())
+    }
+
+    /// Env i takes bank state `pick[i]` (default `i % bank.len()`) where `mask[i] != 0`.
+    /// Runs on the device, queued after earlier steps.
+    pub fn reset_masked(&mut self, mask: &[u8], pick: Option<&[u32]>) -> Result<(), Error> {
+        if mask.len() != self.n_envs || pick.is_some_and(|p| p.len() != self.n_envs) {
+            return Err(Error::BadArgument("mask and pick need one entry per env".into()));
+        }
+        let Some((bank, bank_len)) = &self.bank else {
+            return Err(Error::BadArgument("reset_masked needs set_bank first".into()));
+        };
+        let picks: Vec<u32> = match pick {
+            Some(p) => p.to_vec(),
+            None => (0..self.n_envs).map(|i| (i % bank_len) as u32).collect(),
+        };
+        self.gpu.upload(mask, &mut self.mask, 0)?;
+        self.gpu.stream.memcpy_htod(&picks, &mut self.pick).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+        self.gpu.reset_from_bank(&mut self.states, bank, *bank_len, &self.mask, &self.pick, self.n_envs)
+    }
+
+    /// Raw device addresses for zero-copy consumers (valid while `self` lives).
+    pub fn device_pointers(&self) -> DevicePointers {
+        DevicePointers {
+            states: self.gpu.ptr(&self.states),
+            state_size: FLAT_STATE_SIZE,
+            actions: self.gpu.ptr(&self.actions),
+            pixels: self.pixels.as_ref().map(|p| self.gpu.ptr(p)),
+            n_envs: self.n_envs,
+        }
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        // cudarc frees asynchronously: let queued kernels finish with the buffers first.
+        let _ = self.gpu.synchronize();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_gpu_or_kernels_new_is_a_typed_error_not_a_panic() {
+        let mut rom = vec![0u8; 16 + 0x4000 + 0x2000];
+        rom[0..4].copy_from_slice(b"NES\x1a");
+        rom[4] = 1;
+        rom[5] = 1;
+        match Batch::new(&rom, 4, BatchConfig::default()) {
+            Ok(_) => {} // a GPU machine
+            Err(e) => assert!(matches!(e, Error::NoKernels | Error::NoDevice(_)), "{e}"),
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! GPU throughput (ANCHORS.md protocols A and B) and GPU-vs-nes-core parity.
+//!
+//! Throughput: `nesle-bench-gpu [--envs 1,4096,16384,65536,131072] [--protocols A,B] [--pixels]
+//!   [--rom PATH] [--out bench-gpu.json]`: SMB from the first frame of World 1-1 in every env,
+//!   frameskip 4, 30 warm-up + 200 timed steps, device synchronized after every step;
+//!   throughput = envs x timed steps / wall seconds.
+//! Parity: `nesle-bench-gpu --parity N [--steps S] [--rom PATH | --test-roms DIR]`: N envs of
+//!   random inputs on the GPU; after every step every env's FlatState must equal nes-core's.
+
+use nes_core::flat::{first_difference, FlatState};
+use nes_core::Console;
+use nes_cuda::{Batch, BatchConfig, Error, RomImage};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// SIMPLE_MOVEMENT: NOOP, R, R+A, R+B, R+A+B, A, L.
+const SIMPLE_MOVEMENT: [u8; 7] = [0x00, 0x80, 0x81, 0x82, 0x83, 0x01, 0x40];
+const RIGHT: u8 = 0x80;
+const START: u8 = 0x08;
+
+struct Args {
+    envs: Vec<usize>,
+    protocols: Vec<char>,
+    pixels: bool,
+    rom: Option<PathBuf>,
+    out: PathBuf,
+    warmup: usize,
+    steps: usize,
+    frameskip: u32,
+    device: usize,
+    parity: Option<usize>,
+    parity_steps: usize,
+    test_roms: Option<PathBuf>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        envs: vec![1, 4096, 16384, 65536, 131072],
+        protocols: vec!['A', 'B'],
+        pixels: false,
+        rom: None,
+        out: PathBuf::from("bench-gpu.json"),
+        warmup: 30,
+        steps: 200,
+        frameskip: 4,
+        device: 0,
+        parity: None,
+        parity_steps: 60,
+        test_roms: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut val = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        let num = |v: String| v.parse::<usize>().map_err(|e| format!("{v}: {e}"));
+        match flag.as_str() {
+            "--envs" => a.envs = val()?.split(',').map(|s| num(s.to_string())).collect::<Result<_, _>>()?,
+            "--protocols" => a.protocols = val()?.split(',').filter_map(|s| s.trim().chars().next()).collect(),
+            "--pixels" => a.pixels = true,
+            "--rom" => a.rom = Some(PathBuf::from(val()?)),
+            "--out" => a.out = PathBuf::from(val()?),
+            "--warmup" => a.warmup = num(val()?)?,
+            "--steps" => {
+                let n = num(val()?)?;
+                a.steps = n;
+                a.parity_steps = n;
+            }
+            "--frameskip" => a.frameskip = num(val()?)? as u32,
+            "--device" => a.device = num(val()?)?,
+            "--parity" => a.parity = Some(num(val()?)?),
+            "--test-roms" => a.test_roms = Some(PathBuf::from(val()?)),
+            "-h" | "--help" => {
+                println!("{}", include_str!("nesle-bench-gpu.rs").lines().take(9).map(|l| l.trim_start_matches("//!")).collect::<Vec<_>>().join("\n"));
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other} (see --help)")),
+        }
+    }
+    Ok(a)
+}
+
+fn smb_path(a: &Args) -> PathBuf {
+    if let Some(p) = &a.rom {
+        return p.clone();
+    }
+    let dir = std::env::var("NESLE_ROM_DIR").map(PathBuf::from).unwrap_or_else(|_| {
+        PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms")
+    });
+    dir.join("super-mario-bros.nes")
+}
+
+/// xorshift32, seeded per env.
+struct Rng(u32);
+impl Rng {
+    fn new(seed: u32) -> Rng {
+        Rng(seed.wrapping_mul(0x9e37_79b9) ^ 0x85eb_ca6b | 1)
+    }
+    fn next(&mut self) -> u32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 17;
+        self.0 ^= self.0 << 5;
+        self.0
+    }
+}
+
+/// Boots SMB in nes-core, presses Start around frame 40 and runs until World 1-1 gameplay
+/// starts: $0770 (OperMode) = 1 and $000E (GameEngineSubroutine) = 8, player control.
+fn world_1_1(rom: &[u8]) -> Result<(FlatState, usize), String> {
+    let mut c = Console::new(rom).map_err(|e| e.to_string())?;
+    for frame in 0..1200 {
+        c.set_buttons(0, if (40..42).contains(&frame) { START } else { 0 });
+        c.run_frame();
+        if frame > 42 && c.ram()[0x0770] == 1 && c.ram()[0x000e] == 8 {
+            return Ok((c.to_flat(), frame + 1));
+        }
+    }
+    Err("SMB never reached World 1-1 gameplay in 1200 frames (is this the gym-super-mario-bros ROM?)".into())
+}
+
+fn bench(a: &Args) -> Result<(), String> {
+    let path = smb_path(a);
+    let rom = std::fs::read(&path).map_err(|e| format!("{}: {e} (set --rom or NESLE_ROM_DIR)", path.display()))?;
+    let (start, boot_frames) = world_1_1(&rom)?;
+    println!("SMB World 1-1 start reached after {boot_frames} frames; frameskip {}, {} warm-up + {} timed steps", a.frameskip, a.warmup, a.steps);
+    let mut rows = Vec::new();
+    let mut device = String::new();
+    println!("{:>9} {:>9} {:>7} {:>16} {:>10}", "protocol", "envs", "pixels", "env-steps/s", "wall s");
+    for &p in &a.protocols {
+        for &n in &a.envs {
+            let image = RomImage::new(&rom).map_err(|e| e.to_string())?;
+            let cfg = BatchConfig { device: a.device, pixels: a.pixels };
+            let mut batch = match Batch::with_state(image, n, cfg, &start) {
+                Ok(b) => b,
+                Err(e @ Error::OutOfMemory { .. }) => {
+                    println!("{:>9} {:>9} {:>7} {:>16}", p, n, a.pixels, format!("skipped: {e}"));
+                    continue;
+                }
+                Err(e) => return Err(e.to_string()),
+            };
+            device = batch.device_name();
+            let mut rngs: Vec<Rng> = (0..n).map(|i| Rng::new(i as u32 + 1)).collect();
+            let mut actions = vec![RIGHT; n];
+            let mut run = |batch: &mut Batch, steps: usize| -> Result<f64, String> {
+                let t = Instant::now();
+                for _ in 0..steps {
+                    if p == 'B' {
+                        for (act, rng) in actions.iter_mut().zip(rngs.iter_mut()) {
+                            *act = SIMPLE_MOVEMENT[(rng.next() % 7) as usize];
+                        }
+                    }
+                    batch.step(&actions, a.frameskip).map_err(|e| e.to_string())?;
+                    batch.synchronize().map_err(|e| e.to_string())?;
+                }
+                Ok(t.elapsed().as_secs_f64())
+            };
+            run(&mut batch, a.warmup)?;
+            let wall = run(&mut batch, a.steps)?;
+            let rate = (n * a.steps) as f64 / wall;
+            let faults = batch.states_to_host().map_err(|e| e.to_string())?.iter().filter(|s| s.cpu_fault != 0).count();
+            println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}", p, n, a.pixels, rate, wall,
+                if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
+            rows.push(format!(
+                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}}}",
+                a.pixels, a.steps, a.warmup, a.frameskip
+            ));
+        }
+    }
+    let json = format!(
+        "{{\n  \"device\": \"{}\",\n  \"rom\": \"{}\",\n  \"start\": \"World 1-1, first gameplay frame ({boot_frames} frames after power-on)\",\n  \"results\": [\n{}\n  ]\n}}\n",
+        device.replace('"', "'"),
+        path.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default(),
+        rows.join(",\n")
+    );
+    std::fs::write(&a.out, json).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    println!("wrote {}", a.out.display());
+    Ok(())
+}
+
+/// Runs `n` envs of `rom` on the GPU and on nes-core; compares every state after each step.
+fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<String, String> {
+    let image = RomImage::new(rom).map_err(|e| e.to_string())?;
+    let start = image.power_on();
+    let mut batch = Batch::with_state(image.clone(), n, BatchConfig { device: a.device, pixels: false }, &start)
+        .map_err(|e| e.to_string())?;
+    let mut cores: Vec<Console> = (0..n).map(|_| Console::new(rom).unwrap()).collect();
+    let mut rngs: Vec<Rng> = (0..n).map(|i| Rng::new(i as u32 + 7)).collect();
+    let threads = std::thread::available_parallelism().map_or(4, |p| p.get());
+    for step in 0..a.parity_steps {
+        let actions: Vec<u8> = rngs
+            .iter_mut()
+            .map(|r| {
+                if smb && (10..12).contains(&step) {
+                    START
+                } else if smb {
+                    SIMPLE_MOVEMENT[(r.next() % 7) as usize]
+                } else {
+                    (r.next() >> 9) as u8
+                }
+            })
+            .collect();
+        batch.step(&actions, a.frameskip).map_err(|e| e.to_string())?;
+        let chunk = n.div_ceil(threads);
+        std::thread::scope(|s| {
+            for (cs, acts) in cores.chunks_mut(chunk).zip(actions.chunks(chunk)) {
+                s.spawn(move || {
+                    for (c, &act) in cs.iter_mut().zip(acts) {
+                        c.set_buttons(0, act);
+                        for _ in 0..a.frameskip {
+                            c.run_frame();
+                        }
+                    }
+                });
+            }
+        });
+        let gpu = batch.states_to_host().map_err(|e| e.to_string())?;
+        for (e, (c, g)) in cores.iter().zip(&gpu).enumerate() {
+            if let Some((field, i)) = first_difference(&c.to_flat(), g) {
+                return Err(format!("{label}: env {e} step {step}: first differing field `{field}`[{i}]"));
+            }
+        }
+    }
+    Ok(format!("{label}: {n} envs x {} steps x {} frames identical", a.parity_steps, a.frameskip))
+}
+
+fn parity(a: &Args, n: usize) -> Result<(), String> {
+    let mut roms: Vec<(String, Vec<u8>, bool)> = Vec::new();
+    if let Some(dir) = &a.test_roms {
+        let manifest = std::fs::read_to_string(dir.join("MANIFEST.tsv")).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for line in manifest.lines().skip(1).filter(|l| l.contains("\tiNES\t") || l.contains("\tNES2.0\t")) {
+            let path = line.split('\t').next().unwrap_or_default();
+            let bytes = std::fs::read(dir.join(path)).map_err(|e| format!("{path}: {e}"))?;
+            roms.push((path.to_string(), bytes, false));
+        }
+    } else {
+        let path = smb_path(a);
+        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        roms.push((path.file_name().unwrap_or_default().to_string_lossy().to_string(), bytes, true));
+    }
+    let mut failed = 0;
+    for (label, bytes, smb) in &roms {
+        match parity_one(a, label, bytes, n, *smb) {
+            Ok(msg) => println!("ok        {msg}"),
+            Err(msg) => {
+                failed += 1;
+                println!("MISMATCH  {msg}");
+            }
+        }
+    }
+    println!("GPU parity: {} of {} ROMs identical", roms.len() - failed, roms.len());
+    if failed > 0 {
+        return Err(format!("{failed} ROMs differ between the GPU and nes-core"));
+    }
+    Ok(())
+}
+
+fn main() {
+    let result = parse_args().and_then(|a| match a.parity {
+        Some(n) => parity(&a, n),
+        None => bench(&a),
+    });
+    if let Err(e) = result {
+        eprintln!("nesle-bench-gpu: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,282 @@
+//! Every unsafe operation and every CUDA call of nes-cuda, each with its `// SAFETY:` note.
+//!
+//! Two back ends of the same kernel sources: the host-compiled C++ library (`nesle_host_*`,
+//! linked statically by build.rs) and the nvcc fatbin launched through cudarc.
+
+use crate::{FlatState, RomImage, PIXELS_PER_ENV};
+
+extern "C" {
+    fn nesle_host_step(
+        states: *mut FlatState,
+        prg: *const u8,
+        prg_len: u32,
+        chr: *const u8,
+        chr_len: u32,
+        actions: *const u8,
+        n_envs: u32,
+        frames: u32,
+        pixels: *mut u8,
+    );
+    fn nesle_host_state_size() -> u32;
+    fn nesle_host_cpu_step(state: *mut FlatState, prg: *const u8, chr: *const u8);
+}
+
+/// Runs the host build of `nesle_step`. The caller has checked lengths and that every state
+/// belongs to `rom`.
+pub(crate) fn host_step(states: &mut [FlatState], rom: &RomImage, actions: &[u8], frames: u32, pixels: Option<&mut [u8]>) {
+    debug_assert_eq!(actions.len(), states.len());
+    let px = match pixels {
+        Some(p) => {
+            debug_assert_eq!(p.len(), states.len() * PIXELS_PER_ENV);
+            p.as_mut_ptr()
+        }
+        None => std::ptr::null_mut(),
+    };
+    let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
+    // SAFETY: FlatState is #[repr(C)] and its C twin is generated from the same field table
+    // (sizes pinned by static_asserts on both sides). Every pointer is valid for the lengths
+    // passed: `states`/`actions` for n_envs elements, `pixels` (checked by the caller) for
+    // n_envs*256*240 bytes or null, `prg`/`chr` for the ROM images the states' banking maps
+    // were built for (each state's maps index inside them, as Cart::load validates). The C++
+    // code does not retain any pointer after returning.
+    unsafe {
+        nesle_host_step(
+            states.as_mut_ptr(),
+            rom.prg.as_ptr(),
+            rom.prg.len() as u32,
+            chr,
+            rom.chr.len() as u32,
+            actions.as_ptr(),
+            states.len() as u32,
+            frames,
+            px,
+        );
+    }
+}
+
+pub(crate) fn host_state_size() -> usize {
+    // SAFETY: a pure function of no arguments returning sizeof(FlatState).
+    unsafe { nesle_host_state_size() as usize }
+}
+
+/// One CPU step of the host build (debugging aid for parity failures).
+pub(crate) fn host_cpu_step(state: &mut FlatState, rom: &RomImage) {
+    let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
+    // SAFETY: as in `host_step`, for one state; the caller checked it belongs to `rom`.
+    unsafe { nesle_host_cpu_step(state, rom.prg.as_ptr(), chr) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The GPU: the nvcc fatbin, loaded and launched through cudarc (libcuda loaded at run time).
+
+use crate::Error;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DriverError, LaunchConfig, PushKernelArg,
+};
+use nes_core::flat::FLAT_STATE_SIZE;
+use std::sync::Arc;
+
+/// The fatbin built by build.rs; empty when nvcc was missing.
+static FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/nesle.fatbin"));
+
+/// Threads per block. One console per thread; 128 keeps several blocks resident per SM while
+/// leaving the register allocator room (the step kernel is large). See docs/kernel-notes.md.
+const BLOCK: u32 = 128;
+
+fn cuda(e: DriverError) -> Error {
+    Error::Cuda(format!("{e:?}"))
+}
+
+fn grid(n: usize) -> LaunchConfig {
+    LaunchConfig { grid_dim: ((n as u32).div_ceil(BLOCK), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// Whether this build embeds GPU kernels.
+pub(crate) fn has_kernels() -> bool {
+    !FATBIN.is_empty()
+}
+
+/// A CUDA context, stream and the loaded kernels.
+pub(crate) struct Gpu {
+    ctx: Arc<CudaContext>,
+    pub(crate) stream: Arc<CudaStream>,
+    step: CudaFunction,
+    reset: CudaFunction,
+    gather_ram: CudaFunction,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu").field("ordinal", &self.ctx.ordinal()).finish_non_exhaustive()
+    }
+}
+
+impl Gpu {
+    pub(crate) fn new(device: usize) -> Result<Gpu, Error> {
+        if !has_kernels() {
+            return Err(Error::NoKernels);
+        }
+        // SAFETY: only tries to dlopen libcuda and reports whether it worked; cudarc would
+        // panic on first use without it (TOOLCHAIN.md), so this check comes first.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(Error::NoDevice("the CUDA driver library (libcuda.so) is not installed".into()));
+        }
+        let count = CudaContext::device_count().map_err(|e| Error::NoDevice(format!("cuInit failed: {e:?}")))?;
+        if device >= count.max(0) as usize {
+            return Err(Error::NoDevice(format!("GPU {device} requested, {count} present")));
+        }
+        let ctx = CudaContext::new(device).map_err(cuda)?;
+        let stream = ctx.default_stream();
+        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(FATBIN.to_vec())).map_err(|e| {
+            Error::Cuda(format!("loading the kernels failed ({e:?}): the fatbin has SASS for sm_75..sm_90 and PTX 9.0"))
+        })?;
+        let f = |name: &str| module.load_function(name).map_err(cuda);
+        Ok(Gpu { step: f("nesle_step")?, reset: f("nesle_reset_from_bank")?, gather_ram: f("nesle_gather_ram")?, ctx, stream })
+    }
+
+    /// (free, total) bytes of device memory.
+    pub(crate) fn memory(&self) -> Result<(usize, usize), Error> {
+        self.ctx.mem_get_info().map_err(cuda)
+    }
+
+    pub(crate) fn name(&self) -> String {
+        self.ctx.name().unwrap_or_else(|_| "unknown GPU".into())
+    }
+
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<CudaSlice<u8>, Error> {
+        // Never a zero-length allocation: kernels take a valid pointer even for empty CHR.
+        self.stream.alloc_zeros::<u8>(bytes.max(1)).map_err(cuda)
+    }
+
+    pub(crate) fn upload(&self, src: &[u8], dst: &mut CudaSlice<u8>, at: usize) -> Result<(), Error> {
+        if at + src.len() > dst.len() {
+            return Err(Error::BadArgument("upload out of range".into()));
+        }
+        let mut view = dst.slice_mut(at..at + src.len());
+        self.stream.memcpy_htod(src, &mut view).map_err(cuda)
+    }
+
+    pub(crate) fn download(&self, src: &CudaSlice<u8>, at: usize, dst: &mut [u8]) -> Result<(), Error> {
+        if at + dst.len() > src.len() {
+            return Err(Error::BadArgument("download out of range".into()));
+        }
+        let view = src.slice(at..at + dst.len());
+        self.stream.memcpy_dtoh(&view, dst).map_err(cuda)?;
+        self.synchronize()
+    }
+
+    pub(crate) fn synchronize(&self) -> Result<(), Error> {
+        self.stream.synchronize().map_err(cuda)
+    }
+
+    /// The raw device address of a buffer (for zero-copy consumers such as DLPack).
+    pub(crate) fn ptr(&self, buf: &CudaSlice<u8>) -> u64 {
+        let (p, _sync) = buf.device_ptr(&self.stream);
+        p
+    }
+
+    /// Launches `nesle_step` over `n_envs` states.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn step(
+        &self,
+        states: &mut CudaSlice<u8>,
+        prg: &CudaSlice<u8>,
+        prg_len: u32,
+        chr: &CudaSlice<u8>,
+        chr_len: u32,
+        actions: &CudaSlice<u8>,
+        n_envs: usize,
+        frames: u32,
+        pixels: Option<&mut CudaSlice<u8>>,
+    ) -> Result<(), Error> {
+        check_len("states", states.len(), n_envs * FLAT_STATE_SIZE)?;
+        check_len("actions", actions.len(), n_envs)?;
+        if let Some(p) = &pixels {
+            check_len("pixels", p.len(), n_envs * crate::PIXELS_PER_ENV)?;
+        }
+        if n_envs == 0 {
+            return Ok(());
+        }
+        let n = n_envs as u32;
+        let null: u64 = 0;
+        let mut b = self.stream.launch_builder(&self.step);
+        b.arg(states).arg(prg).arg(&prg_len).arg(chr).arg(&chr_len).arg(actions).arg(&n).arg(&frames);
+        match pixels {
+            Some(p) => b.arg(p),
+            None => b.arg(&null),
+        };
+        // SAFETY: the argument list matches `nesle_step` in kernels/nesle.cu: (FlatState*,
+        // const u8*, u32, const u8*, u32, const u8*, u32, u32, u8*), with a null u64 standing
+        // for a null pixel pointer. Lengths were checked above: states holds n_envs FlatStates
+        // (whose layout the generated header pins), actions n_envs bytes, pixels n_envs
+        // frames; every state was validated against this ROM before upload (Cart::load
+        // bounds its banking maps), so the kernel's PRG/CHR reads stay inside `prg`/`chr`.
+        // One thread per env touches only its own state and pixels: no data race.
+        unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
+        Ok(())
+    }
+
+    /// Launches `nesle_reset_from_bank`.
+    pub(crate) fn reset_from_bank(
+        &self,
+        states: &mut CudaSlice<u8>,
+        bank: &CudaSlice<u8>,
+        bank_len: usize,
+        mask: &CudaSlice<u8>,
+        pick: &CudaSlice<u32>,
+        n_envs: usize,
+    ) -> Result<(), Error> {
+        check_len("states", states.len(), n_envs * FLAT_STATE_SIZE)?;
+        check_len("bank", bank.len(), bank_len * FLAT_STATE_SIZE)?;
+        check_len("mask", mask.len(), n_envs)?;
+        check_len("pick", pick.len(), n_envs)?;
+        if n_envs == 0 {
+            return Ok(());
+        }
+        let (n, bl) = (n_envs as u32, bank_len as u32);
+        let mut b = self.stream.launch_builder(&self.reset);
+        b.arg(states).arg(bank).arg(&bl).arg(mask).arg(pick).arg(&n);
+        // SAFETY: matches `nesle_reset_from_bank(FlatState*, const FlatState*, u32, const u8*,
+        // const u32*, u32)`; lengths checked above; the kernel ignores picks >= bank_len; bank
+        // states were validated against the ROM when uploaded.
+        unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
+        Ok(())
+    }
+
+    /// Launches `nesle_gather_ram`: every env's 2 KiB of RAM into one dense buffer.
+    pub(crate) fn gather_ram(&self, states: &CudaSlice<u8>, out: &mut CudaSlice<u8>, n_envs: usize) -> Result<(), Error> {
+        check_len("states", states.len(), n_envs * FLAT_STATE_SIZE)?;
+        check_len("ram", out.len(), n_envs * 0x800)?;
+        if n_envs == 0 {
+            return Ok(());
+        }
+        let n = n_envs as u32;
+        let mut b = self.stream.launch_builder(&self.gather_ram);
+        b.arg(states).arg(out).arg(&n);
+        // SAFETY: matches `nesle_gather_ram(const FlatState*, u8*, u32)`; lengths checked.
+        unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
+        Ok(())
+    }
+}
+
+fn check_len(what: &str, have: usize, need: usize) -> Result<(), Error> {
+    if have < need.max(1) {
+        return Err(Error::BadArgument(format!("{what} buffer holds {have} bytes, {need} needed")));
+    }
+    Ok(())
+}
+
+/// FlatStates as the bytes the GPU holds.
+pub(crate) fn states_as_bytes(states: &[FlatState]) -> &[u8] {
+    // SAFETY: FlatState is #[repr(C)], made only of integers, with no padding (pinned by
+    // nes-core's `the_fields_are_packed_without_padding_and_in_offset_order`), so every byte
+    // is initialised; the slice covers exactly the same memory and lifetime.
+    unsafe { std::slice::from_raw_parts(states.as_ptr() as *const u8, std::mem::size_of_val(states)) }
+}
+
+/// Mutable bytes of FlatStates, for downloads.
+pub(crate) fn states_as_bytes_mut(states: &mut [FlatState]) -> &mut [u8] {
+    // SAFETY: as above; in addition any byte pattern is a valid FlatState (integers only),
+    // so writing arbitrary bytes through this view cannot create an invalid value.
+    unsafe { std::slice::from_raw_parts_mut(states.as_mut_ptr() as *mut u8, std::mem::size_of_val(states)) }
+}

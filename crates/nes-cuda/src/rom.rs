@@ -1,0 +1,44 @@
+//! A ROM split the way the kernels want it: PRG and CHR bytes shared by every env.
+
+use crate::Error;
+use nes_core::cart::{Cart, Header};
+use nes_core::flat::FlatState;
+use nes_core::Console;
+
+/// A parsed ROM: its PRG/CHR images and a powered-on cartridge template.
+#[derive(Debug, Clone)]
+pub struct RomImage {
+    pub prg: Vec<u8>,
+    /// CHR ROM; empty when the board has CHR RAM (which lives in each FlatState).
+    pub chr: Vec<u8>,
+    cart: Cart,
+}
+
+impl RomImage {
+    pub fn new(rom: &[u8]) -> Result<RomImage, Error> {
+        let h = Header::parse(rom)?;
+        let at = h.prg_offset();
+        let prg = rom[at..at + h.prg_rom].to_vec();
+        let chr = rom[at + h.prg_rom..at + h.prg_rom + h.chr_rom].to_vec();
+        let cart = Cart::from_ines(rom)?;
+        Ok(RomImage { prg, chr, cart })
+    }
+
+    /// The state of a console just powered on with this ROM.
+    pub fn power_on(&self) -> FlatState {
+        Console::with_cart(self.cart.clone()).to_flat()
+    }
+
+    /// A nes-core console in state `flat` (for checks against the reference).
+    pub fn console(&self, flat: &FlatState) -> Result<Console, Error> {
+        Ok(Console::from_flat(flat, &self.cart)?)
+    }
+
+    /// Whether `flat` can run on this ROM: same board and sizes, and every field a value the
+    /// console can be in (banking maps inside the ROM, counters in range), so a kernel given it
+    /// never reads out of bounds.
+    pub fn check_state(&self, flat: &FlatState) -> Result<(), Error> {
+        Console::from_flat(flat, &self.cart)?;
+        Ok(())
+    }
+}

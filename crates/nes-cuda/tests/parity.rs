@@ -1,0 +1,213 @@
+//! CPU-vs-kernel parity: nes-core and the kernels compiled as host C++ step the same consoles
+//! with the same inputs; the whole FlatState (and the picture) must match after every frame.
+//! On a mismatch the report names the ROM, env, frame and first differing field.
+//!
+//! Test ROMs: `../shared/test-roms` beside the repository (override `NESLE_TEST_ROMS`).
+//! SMB: `~/.cache/nesle/roms/super-mario-bros.nes` (override the folder with `NESLE_ROM_DIR`).
+//! Frames per ROM: `NESLE_PARITY_FRAMES` (default 240).
+
+use nes_core::flat::{first_difference, FlatState};
+use nes_core::Console;
+use nes_cuda::{host, RomImage, PIXELS_PER_ENV};
+use std::path::PathBuf;
+
+const ENVS: usize = 4;
+
+fn test_rom_dir() -> PathBuf {
+    match std::env::var("NESLE_TEST_ROMS") {
+        Ok(d) => PathBuf::from(d),
+        Err(_) => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/test-roms"),
+    }
+}
+
+fn game_rom(name: &str) -> Result<Vec<u8>, String> {
+    let dir = match std::env::var("NESLE_ROM_DIR") {
+        Ok(d) => PathBuf::from(d),
+        Err(_) => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms"),
+    };
+    let path = dir.join(name);
+    std::fs::read(&path).map_err(|e| {
+        format!(
+            "{} missing ({e}): the Python side fetches it (gym-super-mario-bros 7.4.0 wheel); \
+             set NESLE_ROM_DIR to its folder",
+            path.display()
+        )
+    })
+}
+
+fn frames() -> usize {
+    std::env::var("NESLE_PARITY_FRAMES").ok().and_then(|v| v.parse().ok()).unwrap_or(240)
+}
+
+/// xorshift32: a tiny seeded RNG, identical on every platform.
+struct Rng(u32);
+impl Rng {
+    fn next(&mut self) -> u32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 17;
+        self.0 ^= self.0 << 5;
+        self.0
+    }
+}
+
+/// Steps `ENVS` consoles of `rom` on both sides for `frames` frames, `frameskip` frames per
+/// call, with inputs from `input(env, step, rng)`. Returns the first mismatch, if any.
+fn run_parity(
+    label: &str,
+    rom: &[u8],
+    steps: usize,
+    frameskip: u32,
+    input: &dyn Fn(usize, usize, &mut Rng) -> u8,
+) -> Result<(), String> {
+    let image = RomImage::new(rom).map_err(|e| format!("{label}: {e}"))?;
+    let mut cores: Vec<Console> = (0..ENVS).map(|_| Console::new(rom).unwrap()).collect();
+    let mut states: Vec<FlatState> = cores.iter().map(|c| c.to_flat()).collect();
+    let mut rngs: Vec<Rng> = (0..ENVS).map(|e| Rng(0x9e37_79b9 ^ (e as u32 + 1).wrapping_mul(0x85eb_ca6b))).collect();
+    let mut pixels = vec![0u8; ENVS * PIXELS_PER_ENV];
+    let mut actions_log: Vec<Vec<u8>> = Vec::new();
+    for step in 0..steps {
+        let actions: Vec<u8> = (0..ENVS).map(|e| input(e, step, &mut rngs[e])).collect();
+        actions_log.push(actions.clone());
+        for (c, &a) in cores.iter_mut().zip(&actions) {
+            c.set_buttons(0, a);
+            for _ in 0..frameskip {
+                c.run_frame();
+            }
+        }
+        host::step(&mut states, &image, &actions, frameskip, Some(&mut pixels)).map_err(|e| format!("{label}: {e}"))?;
+        for e in 0..ENVS {
+            let want = cores[e].to_flat();
+            if let Some((field, i)) = first_difference(&want, &states[e]) {
+                let detail = pinpoint(&image, rom, &actions_log, e, frameskip);
+                return Err(format!(
+                    "{label}: env {e} step {step} (frame {}): first differing field `{field}`[{i}] \
+                     (nes-core pc={:04x} cycles={} / kernel pc={:04x} cycles={})",
+                    (step + 1) * frameskip as usize,
+                    want.cpu_pc,
+                    want.bus_cycles,
+                    states[e].cpu_pc,
+                    states[e].bus_cycles
+                ) + &detail);
+            }
+            let px = &pixels[e * PIXELS_PER_ENV..(e + 1) * PIXELS_PER_ENV];
+            if let Some(at) = px.iter().zip(cores[e].pixels().iter()).position(|(a, b)| a != b) {
+                return Err(format!(
+                    "{label}: env {e} step {step}: pixel ({}, {}) differs: kernel {} nes-core {}",
+                    at % 256,
+                    at / 256,
+                    px[at],
+                    cores[e].pixels()[at]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Replays env `e` instruction by instruction on both sides and names the first instruction
+/// after which the states differ.
+fn pinpoint(image: &RomImage, rom: &[u8], actions: &[Vec<u8>], e: usize, frameskip: u32) -> String {
+    let mut core = Console::new(rom).unwrap();
+    let mut flat = core.to_flat();
+    let mut instr = 0u64;
+    for (step, a) in actions.iter().enumerate() {
+        core.set_buttons(0, a[e]);
+        flat.pad_buttons[0] = a[e];
+        for _ in 0..frameskip {
+            loop {
+                let before = core.to_flat();
+                core.step();
+                host::cpu_step(&mut flat, image).unwrap();
+                instr += 1;
+                // run_frame's frame_complete bookkeeping is the only thing outside cpu.step.
+                let mut want = core.to_flat();
+                want.ppu_frame_complete = flat.ppu_frame_complete;
+                if let Some((field, i)) = first_difference(&want, &flat) {
+                    return format!(
+                        "\n  first diverging instruction: #{instr} in step {step}, opcode {:02x} at pc {:04x} \
+                         (line {} dot {}): `{field}`[{i}]",
+                        core.peek(before.cpu_pc),
+                        before.cpu_pc,
+                        before.ppu_scanline,
+                        before.ppu_dot
+                    );
+                }
+                if flat.ppu_frame_complete != 0 {
+                    flat.ppu_frame_complete = 0;
+                    let mut c2 = core.to_flat();
+                    c2.ppu_frame_complete = 0;
+                    core = Console::from_flat(&c2, core.cart()).unwrap();
+                    break;
+                }
+            }
+        }
+    }
+    String::new()
+}
+
+fn random_buttons(_env: usize, _step: usize, rng: &mut Rng) -> u8 {
+    (rng.next() >> 13) as u8
+}
+
+#[test]
+fn every_test_rom_runs_identically_on_nes_core_and_the_host_compiled_kernels() {
+    let dir = test_rom_dir();
+    let manifest = std::fs::read_to_string(dir.join("MANIFEST.tsv"))
+        .unwrap_or_else(|e| panic!("test ROMs missing at {} ({e}); set NESLE_TEST_ROMS", dir.display()));
+    let roms: Vec<String> = manifest
+        .lines()
+        .skip(1)
+        .filter(|l| l.contains("\tiNES\t") || l.contains("\tNES2.0\t"))
+        .map(|l| l.split('\t').next().unwrap().to_string())
+        .collect();
+    assert!(roms.len() > 40, "manifest lists only {} iNES ROMs", roms.len());
+    let n = frames();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..std::thread::available_parallelism().map_or(2, |p| p.get()).min(4) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(path) = roms.get(i) else { break };
+                let rom = std::fs::read(dir.join(path)).unwrap();
+                let r = run_parity(path, &rom, n, 1, &random_buttons);
+                results.lock().unwrap().push((path.clone(), r));
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort();
+    let mut failures = Vec::new();
+    println!("\nparity over {n} frames x {ENVS} envs:");
+    for (path, r) in &results {
+        match r {
+            Ok(()) => println!("  ok        {path}"),
+            Err(e) => {
+                println!("  MISMATCH  {e}");
+                failures.push(e.clone());
+            }
+        }
+    }
+    println!("{} of {} ROMs identical", results.len() - failures.len(), results.len());
+    assert!(failures.is_empty(), "parity failures:\n{}", failures.join("\n"));
+}
+
+/// SIMPLE_MOVEMENT: NOOP, R, R+A, R+B, R+A+B, A, L.
+const SIMPLE_MOVEMENT: [u8; 7] = [0x00, 0x80, 0x81, 0x82, 0x83, 0x01, 0x40];
+
+fn smb_input(_env: usize, step: usize, rng: &mut Rng) -> u8 {
+    // Start on the title screen, then random SIMPLE_MOVEMENT presses (protocol B's inputs).
+    if (10..12).contains(&step) {
+        return 0x08;
+    }
+    SIMPLE_MOVEMENT[(rng.next() % 7) as usize]
+}
+
+#[test]
+fn super_mario_bros_runs_identically_with_frameskip_4() {
+    let rom = game_rom("super-mario-bros.nes").unwrap_or_else(|e| panic!("{e}"));
+    let steps = frames().div_ceil(4).max(150);
+    if let Err(e) = run_parity("super-mario-bros.nes", &rom, steps, 4, &smb_input) {
+        panic!("{e}");
+    }
+}

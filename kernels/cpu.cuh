@@ -1,0 +1,553 @@
+// The 2A03's 6502 core (nes-core cpu.rs), one bus cycle at a time, function for function.
+//
+// Decode is table-driven: `NESLE_OP_MN` / `NESLE_OP_MODE` (generated/ops.h, generated from
+// nes_core::cpu::ops::OPS) give mnemonic and addressing mode; the access class of the mnemonic
+// routes it to one executor, exactly as in nes-core. A JAM opcode sets `cpu_fault` and the CPU
+// then only lets time pass (never `trap`: that would kill the CUDA context for every env).
+#pragma once
+#include "console_types.cuh"
+#include "generated/ops.h"
+#include "bus.cuh"
+
+#define FLAG_C 0x01
+#define FLAG_Z 0x02
+#define FLAG_I 0x04
+#define FLAG_D 0x08
+#define FLAG_B 0x10
+#define FLAG_U 0x20
+#define FLAG_V 0x40
+#define FLAG_N 0x80
+
+#define NMI_VECTOR 0xfffa
+#define RESET_VECTOR 0xfffc
+#define IRQ_VECTOR 0xfffe
+
+// End-of-cycle interrupt sampling (the two-stage pipeline of cpu.rs).
+NESLE_FN void cpu_sample(Nes& n) {
+    FlatState& s = *n.s;
+    s.cpu_nmi_take = s.cpu_nmi_pending;
+    bool line = bus_nmi_line(n);
+    if (line && !s.cpu_nmi_prev_line) s.cpu_nmi_pending = 1;
+    s.cpu_nmi_prev_line = line;
+    s.cpu_irq_take = s.cpu_irq_run;
+    s.cpu_irq_run = bus_irq_line(n) && (s.cpu_p & FLAG_I) == 0;
+}
+
+NESLE_FN u8 cpu_read(Nes& n, u16 addr) {
+    u8 v = bus_read(n, addr);
+    cpu_sample(n);
+    return v;
+}
+
+NESLE_FN void cpu_write(Nes& n, u16 addr, u8 v) {
+    bus_write(n, addr, v);
+    cpu_sample(n);
+}
+
+NESLE_FN u8 cpu_fetch(Nes& n) {
+    u8 v = cpu_read(n, n.s->cpu_pc);
+    n.s->cpu_pc += 1;
+    return v;
+}
+
+NESLE_FN void cpu_push(Nes& n, u8 v) {
+    cpu_write(n, 0x100 | n.s->cpu_s, v);
+    n.s->cpu_s -= 1;
+}
+
+NESLE_FN u8 cpu_pull(Nes& n) {
+    n.s->cpu_s += 1;
+    return cpu_read(n, 0x100 | n.s->cpu_s);
+}
+
+NESLE_FN void cpu_set_zn(FlatState& s, u8 v) {
+    s.cpu_p = (u8)((s.cpu_p & ~(FLAG_Z | FLAG_N)) | (v & FLAG_N) | (v == 0 ? FLAG_Z : 0));
+}
+
+NESLE_FN void cpu_set_flag(FlatState& s, u8 flag, bool on) {
+    if (on) s.cpu_p |= flag;
+    else s.cpu_p &= (u8)~flag;
+}
+
+NESLE_FN u16 le16(u8 lo, u8 hi) { return (u16)(lo | ((u16)hi << 8)); }
+
+NESLE_DEV void cpu_run_reset(Nes& n) {
+    FlatState& s = *n.s;
+    cpu_read(n, s.cpu_pc);
+    cpu_read(n, s.cpu_pc);
+    for (int i = 0; i < 3; i++) {
+        cpu_read(n, 0x100 | s.cpu_s);
+        s.cpu_s -= 1;
+    }
+    s.cpu_p |= FLAG_I;
+    u8 lo = cpu_read(n, RESET_VECTOR);
+    u8 hi = cpu_read(n, RESET_VECTOR + 1);
+    s.cpu_pc = le16(lo, hi);
+    s.cpu_reset_pending = 0;
+    s.cpu_nmi_pending = 0;
+    s.cpu_nmi_take = 0;
+    s.cpu_irq_take = 0;
+}
+
+// The 7-cycle IRQ/NMI sequence; an NMI detected before the vector fetch takes it over.
+NESLE_DEV void cpu_interrupt(Nes& n) {
+    FlatState& s = *n.s;
+    cpu_read(n, s.cpu_pc);
+    cpu_read(n, s.cpu_pc);
+    cpu_push(n, (u8)(s.cpu_pc >> 8));
+    cpu_push(n, (u8)s.cpu_pc);
+    u16 vector = IRQ_VECTOR;
+    if (s.cpu_nmi_pending) {
+        s.cpu_nmi_pending = 0;
+        vector = NMI_VECTOR;
+    }
+    cpu_push(n, s.cpu_p | FLAG_U);
+    s.cpu_p |= FLAG_I;
+    u8 lo = cpu_read(n, vector);
+    u8 hi = cpu_read(n, vector + 1);
+    s.cpu_pc = le16(lo, hi);
+}
+
+// base + index with the dummy read of the un-carried address: always for writes and
+// read-modify-writes, only on a page crossing for reads.
+NESLE_FN u16 cpu_indexed(Nes& n, u16 base, u8 idx, u8 access) {
+    u16 addr = (u16)(base + idx);
+    bool crossed = ((base ^ addr) & 0xff00) != 0;
+    if (crossed || access != ACCESS_READ) cpu_read(n, (base & 0xff00) | (addr & 0x00ff));
+    return addr;
+}
+
+// Effective address of a memory operand, performing the mode's cycles.
+NESLE_FN u16 cpu_address(Nes& n, u8 mode, u8 access) {
+    FlatState& s = *n.s;
+    switch (mode) {
+        case MODE_ZP: return cpu_fetch(n);
+        case MODE_ZPX:
+        case MODE_ZPY: {
+            u8 base = cpu_fetch(n);
+            cpu_read(n, base);
+            u8 idx = mode == MODE_ZPX ? s.cpu_x : s.cpu_y;
+            return (u8)(base + idx);
+        }
+        case MODE_ABS: {
+            u8 lo = cpu_fetch(n);
+            u8 hi = cpu_fetch(n);
+            return le16(lo, hi);
+        }
+        case MODE_ABX:
+        case MODE_ABY: {
+            u8 lo = cpu_fetch(n);
+            u8 hi = cpu_fetch(n);
+            u8 idx = mode == MODE_ABX ? s.cpu_x : s.cpu_y;
+            return cpu_indexed(n, le16(lo, hi), idx, access);
+        }
+        case MODE_IZX: {
+            u8 ptr = cpu_fetch(n);
+            cpu_read(n, ptr);
+            u8 p = (u8)(ptr + s.cpu_x);
+            u8 lo = cpu_read(n, p);
+            u8 hi = cpu_read(n, (u8)(p + 1));
+            return le16(lo, hi);
+        }
+        case MODE_IZY: {
+            u8 ptr = cpu_fetch(n);
+            u8 lo = cpu_read(n, ptr);
+            u8 hi = cpu_read(n, (u8)(ptr + 1));
+            return cpu_indexed(n, le16(lo, hi), s.cpu_y, access);
+        }
+        default: return s.cpu_pc;
+    }
+}
+
+NESLE_FN u8 cpu_operand(Nes& n, u8 mode) {
+    if (mode == MODE_IMM) return cpu_fetch(n);
+    u16 addr = cpu_address(n, mode, ACCESS_READ);
+    return cpu_read(n, addr);
+}
+
+NESLE_FN void cpu_compare(FlatState& s, u8 reg, u8 v) {
+    cpu_set_flag(s, FLAG_C, reg >= v);
+    cpu_set_zn(s, (u8)(reg - v));
+}
+
+NESLE_FN void cpu_adc_binary(FlatState& s, u8 v) {
+    u16 sum = (u16)(s.cpu_a + v + (s.cpu_p & FLAG_C));
+    u8 r = (u8)sum;
+    cpu_set_flag(s, FLAG_C, sum > 0xff);
+    cpu_set_flag(s, FLAG_V, ((~(s.cpu_a ^ v)) & (s.cpu_a ^ r) & 0x80) != 0);
+    s.cpu_a = r;
+    cpu_set_zn(s, r);
+}
+
+// NMOS BCD (test-only `decimal_mode`; the 2A03 has none). N, V, Z from the binary results.
+NESLE_FN void cpu_adc_decimal(FlatState& s, u8 v) {
+    u32 c = s.cpu_p & FLAG_C;
+    u32 a = s.cpu_a;
+    u8 bin = (u8)(a + v + c);
+    u32 lo = (a & 0x0f) + (v & 0x0f) + c;
+    if (lo > 9) lo += 6;
+    u32 r = (a & 0xf0) + (v & 0xf0) + (lo > 0x0f ? 0x10 : 0) + (lo & 0x0f);
+    cpu_set_flag(s, FLAG_Z, bin == 0);
+    cpu_set_flag(s, FLAG_N, (r & 0x80) != 0);
+    cpu_set_flag(s, FLAG_V, ((~(a ^ v)) & (a ^ r) & 0x80) != 0);
+    if (r > 0x9f) r += 0x60;
+    cpu_set_flag(s, FLAG_C, r > 0xff);
+    s.cpu_a = (u8)r;
+}
+
+NESLE_FN void cpu_sbc_decimal(FlatState& s, u8 v) {
+    i32 borrow = 1 - (i32)(s.cpu_p & FLAG_C);
+    i32 a = s.cpu_a;
+    i32 bin = a - (i32)v - borrow;
+    i32 lo = (a & 0x0f) - (i32)(v & 0x0f) - borrow;
+    i32 hi = (a >> 4) - (i32)(v >> 4);
+    if (lo < 0) {
+        lo -= 6;
+        hi -= 1;
+    }
+    if (hi < 0) hi -= 6;
+    u8 r8 = (u8)bin;
+    cpu_set_flag(s, FLAG_C, bin >= 0);
+    cpu_set_flag(s, FLAG_Z, r8 == 0);
+    cpu_set_flag(s, FLAG_N, (r8 & 0x80) != 0);
+    cpu_set_flag(s, FLAG_V, ((a ^ (i32)v) & (a ^ bin) & 0x80) != 0);
+    s.cpu_a = (u8)(((hi << 4) | (lo & 0x0f)) & 0xff);
+}
+
+NESLE_FN void cpu_adc(FlatState& s, u8 v) {
+    if (s.cpu_decimal_mode && (s.cpu_p & FLAG_D)) cpu_adc_decimal(s, v);
+    else cpu_adc_binary(s, v);
+}
+
+NESLE_FN void cpu_sbc(FlatState& s, u8 v) {
+    if (s.cpu_decimal_mode && (s.cpu_p & FLAG_D)) cpu_sbc_decimal(s, v);
+    else cpu_adc_binary(s, (u8)~v);
+}
+
+NESLE_FN u8 cpu_asl(FlatState& s, u8 v) {
+    cpu_set_flag(s, FLAG_C, (v & 0x80) != 0);
+    u8 r = (u8)(v << 1);
+    cpu_set_zn(s, r);
+    return r;
+}
+
+NESLE_FN u8 cpu_lsr(FlatState& s, u8 v) {
+    cpu_set_flag(s, FLAG_C, (v & 1) != 0);
+    u8 r = v >> 1;
+    cpu_set_zn(s, r);
+    return r;
+}
+
+NESLE_FN u8 cpu_rol(FlatState& s, u8 v) {
+    u8 r = (u8)((v << 1) | (s.cpu_p & FLAG_C));
+    cpu_set_flag(s, FLAG_C, (v & 0x80) != 0);
+    cpu_set_zn(s, r);
+    return r;
+}
+
+NESLE_FN u8 cpu_ror(FlatState& s, u8 v) {
+    u8 r = (u8)((v >> 1) | ((s.cpu_p & FLAG_C) << 7));
+    cpu_set_flag(s, FLAG_C, (v & 1) != 0);
+    cpu_set_zn(s, r);
+    return r;
+}
+
+NESLE_FN void cpu_exec_read(FlatState& s, u8 mn, u8 v) {
+    switch (mn) {
+        case MN_LDA: s.cpu_a = v; cpu_set_zn(s, v); break;
+        case MN_LDX: s.cpu_x = v; cpu_set_zn(s, v); break;
+        case MN_LDY: s.cpu_y = v; cpu_set_zn(s, v); break;
+        case MN_LAX: s.cpu_a = v; s.cpu_x = v; cpu_set_zn(s, v); break;
+        case MN_AND: s.cpu_a &= v; cpu_set_zn(s, s.cpu_a); break;
+        case MN_ORA: s.cpu_a |= v; cpu_set_zn(s, s.cpu_a); break;
+        case MN_EOR: s.cpu_a ^= v; cpu_set_zn(s, s.cpu_a); break;
+        case MN_ADC: cpu_adc(s, v); break;
+        case MN_SBC: cpu_sbc(s, v); break;
+        case MN_CMP: cpu_compare(s, s.cpu_a, v); break;
+        case MN_CPX: cpu_compare(s, s.cpu_x, v); break;
+        case MN_CPY: cpu_compare(s, s.cpu_y, v); break;
+        case MN_BIT:
+            s.cpu_p = (u8)((s.cpu_p & ~(FLAG_Z | FLAG_V | FLAG_N)) | (v & (FLAG_V | FLAG_N)) |
+                           ((s.cpu_a & v) == 0 ? FLAG_Z : 0));
+            break;
+        case MN_NOP: break;
+        case MN_ANC:
+            s.cpu_a &= v;
+            cpu_set_zn(s, s.cpu_a);
+            cpu_set_flag(s, FLAG_C, (s.cpu_a & 0x80) != 0);
+            break;
+        case MN_ALR:
+            s.cpu_a &= v;
+            s.cpu_a = cpu_lsr(s, s.cpu_a);
+            break;
+        case MN_ARR: {
+            u8 r = (u8)(((s.cpu_a & v) >> 1) | ((s.cpu_p & FLAG_C) << 7));
+            s.cpu_a = r;
+            cpu_set_zn(s, r);
+            cpu_set_flag(s, FLAG_C, (r & 0x40) != 0);
+            cpu_set_flag(s, FLAG_V, (((r >> 6) ^ (r >> 5)) & 1) != 0);
+            break;
+        }
+        case MN_XAA:
+            s.cpu_a = (u8)((s.cpu_a | 0xee) & s.cpu_x & v);
+            cpu_set_zn(s, s.cpu_a);
+            break;
+        case MN_LXA: s.cpu_a = v; s.cpu_x = v; cpu_set_zn(s, v); break;
+        case MN_AXS: {
+            u8 ax = s.cpu_a & s.cpu_x;
+            u8 r = (u8)(ax - v);
+            cpu_set_flag(s, FLAG_C, ax >= v);
+            s.cpu_x = r;
+            cpu_set_zn(s, r);
+            break;
+        }
+        case MN_LAS: {
+            u8 r = v & s.cpu_s;
+            s.cpu_a = r;
+            s.cpu_x = r;
+            s.cpu_s = r;
+            cpu_set_zn(s, r);
+            break;
+        }
+        default: break;
+    }
+}
+
+NESLE_FN void cpu_exec_write(Nes& n, u8 mn, u8 mode) {
+    FlatState& s = *n.s;
+    if (mn == MN_STA || mn == MN_STX || mn == MN_STY || mn == MN_SAX) {
+        u16 addr = cpu_address(n, mode, ACCESS_WRITE);
+        u8 v = mn == MN_STA ? s.cpu_a : mn == MN_STX ? s.cpu_x : mn == MN_STY ? s.cpu_y : (u8)(s.cpu_a & s.cpu_x);
+        cpu_write(n, addr, v);
+        return;
+    }
+    // SHA/SHX/SHY/TAS store reg & (high byte of base + 1); a page crossing also puts that
+    // value in the high byte of the address.
+    u16 base;
+    u8 idx;
+    if (mode == MODE_IZY) {
+        u8 ptr = cpu_fetch(n);
+        u8 lo = cpu_read(n, ptr);
+        u8 hi = cpu_read(n, (u8)(ptr + 1));
+        base = le16(lo, hi);
+        idx = s.cpu_y;
+    } else {
+        u8 lo = cpu_fetch(n);
+        u8 hi = cpu_fetch(n);
+        base = le16(lo, hi);
+        idx = mode == MODE_ABX ? s.cpu_x : s.cpu_y;
+    }
+    u16 addr = (u16)(base + idx);
+    cpu_read(n, (base & 0xff00) | (addr & 0x00ff));
+    u8 reg;
+    if (mn == MN_SHA) reg = s.cpu_a & s.cpu_x;
+    else if (mn == MN_SHX) reg = s.cpu_x;
+    else if (mn == MN_SHY) reg = s.cpu_y;
+    else {
+        s.cpu_s = s.cpu_a & s.cpu_x;
+        reg = s.cpu_s;
+    }
+    u8 v = reg & (u8)((base >> 8) + 1);
+    bool crossed = ((base ^ addr) & 0xff00) != 0;
+    u16 target = crossed ? (u16)(((u16)v << 8) | (addr & 0xff)) : addr;
+    cpu_write(n, target, v);
+}
+
+NESLE_FN u8 cpu_modify(FlatState& s, u8 mn, u8 v) {
+    switch (mn) {
+        case MN_ASL: return cpu_asl(s, v);
+        case MN_LSR: return cpu_lsr(s, v);
+        case MN_ROL: return cpu_rol(s, v);
+        case MN_ROR: return cpu_ror(s, v);
+        case MN_INC: { u8 r = (u8)(v + 1); cpu_set_zn(s, r); return r; }
+        case MN_DEC: { u8 r = (u8)(v - 1); cpu_set_zn(s, r); return r; }
+        case MN_SLO: { u8 r = cpu_asl(s, v); s.cpu_a |= r; cpu_set_zn(s, s.cpu_a); return r; }
+        case MN_RLA: { u8 r = cpu_rol(s, v); s.cpu_a &= r; cpu_set_zn(s, s.cpu_a); return r; }
+        case MN_SRE: { u8 r = cpu_lsr(s, v); s.cpu_a ^= r; cpu_set_zn(s, s.cpu_a); return r; }
+        case MN_RRA: { u8 r = cpu_ror(s, v); cpu_adc(s, r); return r; }
+        case MN_DCP: { u8 r = (u8)(v - 1); cpu_compare(s, s.cpu_a, r); return r; }
+        case MN_ISC: { u8 r = (u8)(v + 1); cpu_sbc(s, r); return r; }
+        default: return v;
+    }
+}
+
+NESLE_FN void cpu_branch(Nes& n, bool taken) {
+    FlatState& s = *n.s;
+    i8 offset = (i8)cpu_fetch(n);
+    if (!taken) return;
+    // A taken branch that crosses no page does not poll interrupts on its last cycle.
+    if (s.cpu_irq_run && !s.cpu_irq_take) s.cpu_irq_run = 0;
+    cpu_read(n, s.cpu_pc);
+    u16 target = (u16)(s.cpu_pc + (u16)(i16)offset);
+    if ((target ^ s.cpu_pc) & 0xff00) cpu_read(n, (s.cpu_pc & 0xff00) | (target & 0x00ff));
+    s.cpu_pc = target;
+}
+
+NESLE_FN void cpu_implied(FlatState& s, u8 mn) {
+    switch (mn) {
+        case MN_CLC: s.cpu_p &= (u8)~FLAG_C; break;
+        case MN_SEC: s.cpu_p |= FLAG_C; break;
+        case MN_CLI: s.cpu_p &= (u8)~FLAG_I; break;
+        case MN_SEI: s.cpu_p |= FLAG_I; break;
+        case MN_CLV: s.cpu_p &= (u8)~FLAG_V; break;
+        case MN_CLD: s.cpu_p &= (u8)~FLAG_D; break;
+        case MN_SED: s.cpu_p |= FLAG_D; break;
+        case MN_TAX: s.cpu_x = s.cpu_a; cpu_set_zn(s, s.cpu_x); break;
+        case MN_TAY: s.cpu_y = s.cpu_a; cpu_set_zn(s, s.cpu_y); break;
+        case MN_TXA: s.cpu_a = s.cpu_x; cpu_set_zn(s, s.cpu_a); break;
+        case MN_TYA: s.cpu_a = s.cpu_y; cpu_set_zn(s, s.cpu_a); break;
+        case MN_TSX: s.cpu_x = s.cpu_s; cpu_set_zn(s, s.cpu_x); break;
+        case MN_TXS: s.cpu_s = s.cpu_x; break;
+        case MN_INX: s.cpu_x += 1; cpu_set_zn(s, s.cpu_x); break;
+        case MN_INY: s.cpu_y += 1; cpu_set_zn(s, s.cpu_y); break;
+        case MN_DEX: s.cpu_x -= 1; cpu_set_zn(s, s.cpu_x); break;
+        case MN_DEY: s.cpu_y -= 1; cpu_set_zn(s, s.cpu_y); break;
+        default: break;  // implied NOPs
+    }
+}
+
+NESLE_DEV void cpu_exec_other(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
+    FlatState& s = *n.s;
+    switch (mn) {
+        case MN_BPL: cpu_branch(n, (s.cpu_p & FLAG_N) == 0); break;
+        case MN_BMI: cpu_branch(n, (s.cpu_p & FLAG_N) != 0); break;
+        case MN_BVC: cpu_branch(n, (s.cpu_p & FLAG_V) == 0); break;
+        case MN_BVS: cpu_branch(n, (s.cpu_p & FLAG_V) != 0); break;
+        case MN_BCC: cpu_branch(n, (s.cpu_p & FLAG_C) == 0); break;
+        case MN_BCS: cpu_branch(n, (s.cpu_p & FLAG_C) != 0); break;
+        case MN_BNE: cpu_branch(n, (s.cpu_p & FLAG_Z) == 0); break;
+        case MN_BEQ: cpu_branch(n, (s.cpu_p & FLAG_Z) != 0); break;
+        case MN_JMP: {
+            u8 lo = cpu_fetch(n);
+            u8 hi = cpu_fetch(n);
+            u16 target = le16(lo, hi);
+            if (mode == MODE_IND) {
+                u8 plo = cpu_read(n, target);
+                u8 phi = cpu_read(n, (target & 0xff00) | ((u16)(target + 1) & 0x00ff));
+                s.cpu_pc = le16(plo, phi);
+            } else {
+                s.cpu_pc = target;
+            }
+            break;
+        }
+        case MN_JSR: {
+            u8 lo = cpu_fetch(n);
+            cpu_read(n, 0x100 | s.cpu_s);
+            cpu_push(n, (u8)(s.cpu_pc >> 8));
+            cpu_push(n, (u8)s.cpu_pc);
+            u8 hi = cpu_read(n, s.cpu_pc);
+            s.cpu_pc = le16(lo, hi);
+            break;
+        }
+        case MN_RTS: {
+            cpu_read(n, s.cpu_pc);
+            cpu_read(n, 0x100 | s.cpu_s);
+            u8 lo = cpu_pull(n);
+            u8 hi = cpu_pull(n);
+            s.cpu_pc = le16(lo, hi);
+            cpu_read(n, s.cpu_pc);
+            s.cpu_pc += 1;
+            break;
+        }
+        case MN_RTI: {
+            cpu_read(n, s.cpu_pc);
+            cpu_read(n, 0x100 | s.cpu_s);
+            u8 p = cpu_pull(n);
+            s.cpu_p = p & (u8)~(FLAG_B | FLAG_U);
+            u8 lo = cpu_pull(n);
+            u8 hi = cpu_pull(n);
+            s.cpu_pc = le16(lo, hi);
+            break;
+        }
+        case MN_BRK: {
+            cpu_fetch(n);
+            cpu_push(n, (u8)(s.cpu_pc >> 8));
+            cpu_push(n, (u8)s.cpu_pc);
+            u16 vector = IRQ_VECTOR;
+            if (s.cpu_nmi_pending) {
+                s.cpu_nmi_pending = 0;
+                vector = NMI_VECTOR;
+            }
+            cpu_push(n, s.cpu_p | FLAG_B | FLAG_U);
+            s.cpu_p |= FLAG_I;
+            u8 lo = cpu_read(n, vector);
+            u8 hi = cpu_read(n, vector + 1);
+            s.cpu_pc = le16(lo, hi);
+            s.cpu_nmi_take = 0;  // an NMI seen during BRK's last cycles waits
+            break;
+        }
+        case MN_PHA:
+            cpu_read(n, s.cpu_pc);
+            cpu_push(n, s.cpu_a);
+            break;
+        case MN_PHP:
+            cpu_read(n, s.cpu_pc);
+            cpu_push(n, s.cpu_p | FLAG_B | FLAG_U);
+            break;
+        case MN_PLA:
+            cpu_read(n, s.cpu_pc);
+            cpu_read(n, 0x100 | s.cpu_s);
+            s.cpu_a = cpu_pull(n);
+            cpu_set_zn(s, s.cpu_a);
+            break;
+        case MN_PLP: {
+            cpu_read(n, s.cpu_pc);
+            cpu_read(n, 0x100 | s.cpu_s);
+            u8 p = cpu_pull(n);
+            s.cpu_p = p & (u8)~(FLAG_B | FLAG_U);
+            break;
+        }
+        case MN_JAM:
+            s.cpu_fault = 1;
+            s.cpu_fault_opcode = opcode;
+            s.cpu_fault_pc = pc;
+            s.cpu_pc = pc;
+            break;
+        default:
+            cpu_read(n, s.cpu_pc);  // implied one-byte instructions: dummy read of the next byte
+            cpu_implied(s, mn);
+            break;
+    }
+}
+
+NESLE_DEV void cpu_execute(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
+    FlatState& s = *n.s;
+    switch (NESLE_MN_ACCESS[mn]) {
+        case ACCESS_READ: {
+            u8 v = cpu_operand(n, mode);
+            cpu_exec_read(s, mn, v);
+            break;
+        }
+        case ACCESS_WRITE: cpu_exec_write(n, mn, mode); break;
+        case ACCESS_MODIFY:
+            if (mode == MODE_ACC) {
+                cpu_read(n, s.cpu_pc);
+                s.cpu_a = cpu_modify(s, mn, s.cpu_a);
+            } else {
+                u16 addr = cpu_address(n, mode, ACCESS_MODIFY);
+                u8 v = cpu_read(n, addr);
+                cpu_write(n, addr, v);
+                u8 r = cpu_modify(s, mn, v);
+                cpu_write(n, addr, r);
+            }
+            break;
+        default: cpu_exec_other(n, mn, mode, opcode, pc); break;
+    }
+}
+
+// Executes one instruction, or the interrupt/reset sequence that is due.
+NESLE_DEV void cpu_step(Nes& n) {
+    FlatState& s = *n.s;
+    if (s.cpu_reset_pending) {
+        cpu_run_reset(n);
+        return;
+    }
+    if (s.cpu_fault) {
+        bus_idle(n);
+        return;
+    }
+    u16 pc = s.cpu_pc;
+    u8 opcode = cpu_fetch(n);
+    cpu_execute(n, NESLE_OP_MN[opcode], NESLE_OP_MODE[opcode], opcode, pc);
+    if (s.cpu_nmi_take || s.cpu_irq_take) cpu_interrupt(n);
+}

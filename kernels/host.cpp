@@ -1,0 +1,37 @@
+// The kernels compiled as plain C++ for the CPU parity tests (crates/nes-cuda/tests/parity.rs):
+// the same .cuh sources, with host_shim.h defining the CUDA qualifiers away.
+#include "host_shim.h"
+#include "types.h"
+#include "console.cuh"
+
+extern "C" void nesle_host_step(FlatState* states, const u8* prg, u32 prg_len, const u8* chr, u32 chr_len,
+                                const u8* actions, u32 n_envs, u32 frames, u8* pixels) {
+    (void)prg_len;
+    (void)chr_len;
+    for (u32 env = 0; env < n_envs; env++) {
+        u8* px = pixels ? pixels + (u64)env * 256 * 240 : nullptr;
+        nes_step_env(states + env, prg, chr, actions[env], frames, px);
+    }
+}
+
+extern "C" void nesle_host_reset_from_bank(FlatState* states, const FlatState* bank, u32 bank_len, const u8* mask,
+                                           const u32* pick, u32 n_envs) {
+    for (u32 env = 0; env < n_envs; env++) {
+        if (!mask[env] || pick[env] >= bank_len) continue;
+        nes_copy_state(states + env, bank + pick[env]);
+    }
+}
+
+extern "C" u32 nesle_host_state_size(void) { return (u32)sizeof(FlatState); }
+
+// One CPU step (instruction or interrupt sequence) of one console: lets tests find the first
+// diverging instruction when a frame-level parity check fails.
+extern "C" void nesle_host_cpu_step(FlatState* state, const u8* prg, const u8* chr) {
+    Nes n;
+    n.s = state;
+    n.prg = prg;
+    n.chr = chr;
+    n.pixels = nullptr;
+    n.dot_pending = 0;
+    cpu_step(n);
+}

@@ -1,0 +1,20 @@
+// Fixed-width integer types for the kernels. NVRTC ships no standard headers, so the kernels
+// declare their own; the sizes hold on every CUDA target and on x86-64/aarch64 hosts.
+#pragma once
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef signed char i8;
+typedef short i16;
+typedef int i32;
+
+static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-width types");
+
+// Function qualifiers. `NESLE_FN` (inlined) for small helpers; `NESLE_DEV` (never inlined) for
+// the big per-cycle pieces (ppu_tick, bus_read, ...): inlining those into every one of the
+// ~300 bus-access sites of the CPU made ptxas take 6 minutes per architecture.
+// host_shim.h defines the CUDA qualifiers away for the host parity build.
+#define NESLE_FN __device__ __forceinline__
+#define NESLE_DEV __device__ __noinline__
