@@ -1,7 +1,7 @@
 # The two entry points of the README. Each installs what it needs first.
 PYTHON ?= python3
 
-.PHONY: run test test-rust test-python install
+.PHONY: run test test-setup test-rust test-python install
 
 # The main job: install nesle and run it on the best backend available.
 run: install
@@ -11,15 +11,24 @@ install:
 	$(PYTHON) -m pip install -q --upgrade pip maturin
 	$(PYTHON) -m pip install -q -e .
 
-# The whole test suite: Rust (unit, test ROMs, no_std build) then Python.
-test: test-rust test-python
+# The whole test suite: set-up (Python package, game ROMs, CUDA compiler), Rust (unit, test
+# ROMs, games, kernel parity on the CPU, no_std build), then Python.
+test: test-setup test-rust test-python
+
+test-setup:
+	$(PYTHON) -m pip install -q --upgrade pip maturin
+	$(PYTHON) -m pip install -q -e ".[test]"
+	$(PYTHON) -m pip install -q $(NVCC_WHEELS)
+	$(PYTHON) -m nesle roms fetch smb tetris
+
+# The pinned CUDA compiler from PyPI (no GPU needed to compile); NESLE_REQUIRE_KERNELS=1 turns
+# a kernel that fails to compile into a failed build.
+NVCC_WHEELS = nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96
 
 test-rust:
 	cargo build -p nes-core --no-default-features
-	cargo test --release
+	NESLE_NVCC=$$($(PYTHON) -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "nvcc"))') \
+	NESLE_REQUIRE_KERNELS=1 cargo test --release
 
 test-python:
-	$(PYTHON) -m pip install -q --upgrade pip maturin
-	$(PYTHON) -m pip install -q -e ".[test]"
-	$(PYTHON) -m nesle roms fetch smb tetris
 	$(PYTHON) -m pytest -q tests/python
