@@ -72,7 +72,9 @@ fn frames(c: &mut Criterion) {
     let mut g = c.benchmark_group("smb_1_1");
     g.throughput(Throughput::Elements(CHUNK as u64));
     // 2 shared cores: short, repeatable runs beat long ones.
-    g.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
+    g.sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
 
     let setup = |render: bool| {
         let mut nes = start.clone();

@@ -33,7 +33,16 @@ fn tiny_rom(mapper: u8, prg_16k: u8, chr_8k: u8) -> Vec<u8> {
     let mut bank = vec![0xeau8; 0x4000];
     bank[0x2000..0x2000 + code.len()].copy_from_slice(code);
     bank[0x3ffa..].copy_from_slice(&[0x2c, 0xe0, 0x00, 0xe0, 0x2f, 0xe0]);
-    let mut rom = vec![b'N', b'E', b'S', 0x1a, prg_16k, chr_8k, (mapper & 0x0f) << 4 | 1, mapper & 0xf0];
+    let mut rom = vec![
+        b'N',
+        b'E',
+        b'S',
+        0x1a,
+        prg_16k,
+        chr_8k,
+        (mapper & 0x0f) << 4 | 1,
+        mapper & 0xf0,
+    ];
     rom.resize(16, 0);
     for _ in 0..prg_16k {
         rom.extend_from_slice(&bank);
@@ -45,7 +54,15 @@ fn tiny_rom(mapper: u8, prg_16k: u8, chr_8k: u8) -> Vec<u8> {
 }
 
 /// Every supported board, as (mapper, PRG 16 KiB banks, CHR 8 KiB banks).
-const BOARDS: &[(u8, u8, u8)] = &[(0, 2, 1), (1, 4, 2), (2, 4, 0), (3, 2, 4), (4, 4, 4), (7, 4, 0), (66, 4, 4)];
+const BOARDS: &[(u8, u8, u8)] = &[
+    (0, 2, 1),
+    (1, 4, 2),
+    (2, 4, 0),
+    (3, 2, 4),
+    (4, 4, 4),
+    (7, 4, 0),
+    (66, 4, 4),
+];
 
 fn valid_rom() -> impl Strategy<Value = Vec<u8>> {
     prop::sample::select(BOARDS).prop_map(|(m, p, c)| tiny_rom(m, p, c))
@@ -157,11 +174,37 @@ proptest! {
 #[test]
 fn every_tiny_board_boots_and_runs() {
     for &(m, p, c) in BOARDS {
-        let mut nes = Console::new(&tiny_rom(m, p, c)).unwrap_or_else(|e| panic!("mapper {m}: {e}"));
+        let mut nes =
+            Console::new(&tiny_rom(m, p, c)).unwrap_or_else(|e| panic!("mapper {m}: {e}"));
         for _ in 0..10 {
             nes.run_frame();
         }
         assert_eq!(nes.fault(), None, "mapper {m} jammed");
-        assert!(nes.ram()[0x11] >= 8, "mapper {m}: NMI handler ran {} times in 10 frames", nes.ram()[0x11]);
+        assert!(
+            nes.ram()[0x11] >= 8,
+            "mapper {m}: NMI handler ran {} times in 10 frames",
+            nes.ram()[0x11]
+        );
+    }
+}
+
+/// Boards with bank counts that are no power of two (3, 5, 6, 7, 9 x 16 KiB PRG; 3 or 5 x 8 KiB
+/// CHR) exist only in bad dumps and hacks, but must still not index out of bounds: the program
+/// writes every byte value to the bank registers, so every bank number gets selected.
+#[test]
+fn odd_bank_counts_never_panic() {
+    for &(m, _, chr) in BOARDS {
+        for prg in 1..=9u8 {
+            for c in 0..=5u8 {
+                let c = if chr == 0 { 0 } else { c };
+                let Ok(mut nes) = Console::new(&tiny_rom(m, prg, c)) else {
+                    continue;
+                };
+                // ~700 loop iterations a frame: every byte value reaches $8000-$FFFF each frame.
+                for _ in 0..3 {
+                    nes.run_frame();
+                }
+            }
+        }
     }
 }

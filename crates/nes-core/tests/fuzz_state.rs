@@ -33,7 +33,16 @@ fn tiny_rom(mapper: u8, prg_16k: u8, chr_8k: u8) -> Vec<u8> {
     let mut bank = vec![0xeau8; 0x4000];
     bank[0x2000..0x2000 + code.len()].copy_from_slice(code);
     bank[0x3ffa..].copy_from_slice(&[0x2c, 0xe0, 0x00, 0xe0, 0x2f, 0xe0]);
-    let mut rom = vec![b'N', b'E', b'S', 0x1a, prg_16k, chr_8k, (mapper & 0x0f) << 4 | 1, mapper & 0xf0];
+    let mut rom = vec![
+        b'N',
+        b'E',
+        b'S',
+        0x1a,
+        prg_16k,
+        chr_8k,
+        (mapper & 0x0f) << 4 | 1,
+        mapper & 0xf0,
+    ];
     rom.resize(16, 0);
     for _ in 0..prg_16k {
         rom.extend_from_slice(&bank);
@@ -44,7 +53,15 @@ fn tiny_rom(mapper: u8, prg_16k: u8, chr_8k: u8) -> Vec<u8> {
     rom
 }
 
-const BOARDS: &[(u8, u8, u8)] = &[(0, 2, 1), (1, 4, 2), (2, 4, 0), (3, 2, 4), (4, 4, 4), (7, 4, 0), (66, 4, 4)];
+const BOARDS: &[(u8, u8, u8)] = &[
+    (0, 2, 1),
+    (1, 4, 2),
+    (2, 4, 0),
+    (3, 2, 4),
+    (4, 4, 4),
+    (7, 4, 0),
+    (66, 4, 4),
+];
 
 /// Per board: the ROM, a state taken after 20 frames, and a console 7 frames further on (the
 /// one states are loaded into, so a successful load visibly changes it).
@@ -69,7 +86,11 @@ fn fixtures() -> &'static Vec<Fixture> {
                     nes.run_frame();
                 }
                 let target_state = nes.save_state();
-                Fixture { state, target: nes, target_state }
+                Fixture {
+                    state,
+                    target: nes,
+                    target_state,
+                }
             })
             .collect()
     })
@@ -90,10 +111,22 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         0..BOARDS.len(),
         prop::collection::vec((any::<prop::sample::Index>(), 1u8..), 0..8),
         prop::option::weighted(0.2, any::<prop::sample::Index>()),
-        prop::collection::vec(any::<u8>(), 0..16).prop_map(|v| if v.len() > 12 { v } else { Vec::new() }),
+        prop::collection::vec(any::<u8>(), 0..16).prop_map(|v| {
+            if v.len() > 12 {
+                v
+            } else {
+                Vec::new()
+            }
+        }),
         any::<bool>(),
     )
-        .prop_map(|(board, flips, cut, extra, fix_checksum)| Mutation { board, flips, cut, extra, fix_checksum })
+        .prop_map(|(board, flips, cut, extra, fix_checksum)| Mutation {
+            board,
+            flips,
+            cut,
+            extra,
+            fix_checksum,
+        })
 }
 
 impl Mutation {
@@ -157,8 +190,12 @@ proptest! {
 fn the_unmutated_state_loads_and_round_trips() {
     for (fx, &(m, _, _)) in fixtures().iter().zip(BOARDS) {
         let mut nes = fx.target.clone();
-        nes.load_state(&fx.state).unwrap_or_else(|e| panic!("mapper {m}: {e}"));
-        assert!(nes.save_state() == fx.state, "mapper {m}: load then save is not the identity");
+        nes.load_state(&fx.state)
+            .unwrap_or_else(|e| panic!("mapper {m}: {e}"));
+        assert!(
+            nes.save_state() == fx.state,
+            "mapper {m}: load then save is not the identity"
+        );
     }
 }
 
@@ -170,7 +207,13 @@ fn a_state_with_trailing_bytes_is_refused() {
         let mut nes = fx.target.clone();
         let mut long = fx.state.clone();
         long.push(0);
-        assert!(nes.load_state(&long).is_err(), "mapper {m}: a state with a trailing byte loaded");
-        assert!(nes.save_state() == fx.target_state, "mapper {m}: console changed");
+        assert!(
+            nes.load_state(&long).is_err(),
+            "mapper {m}: a state with a trailing byte loaded"
+        );
+        assert!(
+            nes.save_state() == fx.target_state,
+            "mapper {m}: console changed"
+        );
     }
 }
