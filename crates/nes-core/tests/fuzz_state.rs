@@ -13,55 +13,14 @@ use nes_core::{Console, StateError};
 use proptest::prelude::*;
 use std::sync::OnceLock;
 
+mod common;
+use common::{tiny_rom, BOARDS};
+
 /// magic(8) + version(4) + body length(4) + ROM hash(8), then the body, then FNV-1a(8) of all
 /// that precedes it (crates/nes-core/src/console.rs).
 const HEADER_LEN: usize = 24;
 const CHECKSUM_LEN: usize = 8;
 
-/// A small ROM that keeps every mapper busy; see fuzz_rom.rs for the annotated listing.
-fn tiny_rom(mapper: u8, prg_16k: u8, chr_8k: u8) -> Vec<u8> {
-    #[rustfmt::skip]
-    let code: &[u8] = &[
-        0x78, 0xd8, 0xa2, 0xff, 0x9a, 0x58,
-        0xa9, 0x80, 0x8d, 0x00, 0x20, 0xa9, 0x1e, 0x8d, 0x01, 0x20,
-        0xe6, 0x10, 0xa5, 0x10, 0x8d, 0x07, 0x20,
-        0x8d, 0x00, 0x80, 0x8d, 0x01, 0x80, 0x8d, 0x00, 0xc0, 0x8d, 0x01, 0xc0,
-        0x8d, 0x01, 0xe0, 0x8d, 0x00, 0x60, 0x4c, 0x06, 0xe0,
-        0xe6, 0x11, 0x40,
-        0x8d, 0x00, 0xe0, 0x40,
-    ];
-    let mut bank = vec![0xeau8; 0x4000];
-    bank[0x2000..0x2000 + code.len()].copy_from_slice(code);
-    bank[0x3ffa..].copy_from_slice(&[0x2c, 0xe0, 0x00, 0xe0, 0x2f, 0xe0]);
-    let mut rom = vec![
-        b'N',
-        b'E',
-        b'S',
-        0x1a,
-        prg_16k,
-        chr_8k,
-        (mapper & 0x0f) << 4 | 1,
-        mapper & 0xf0,
-    ];
-    rom.resize(16, 0);
-    for _ in 0..prg_16k {
-        rom.extend_from_slice(&bank);
-    }
-    for i in 0..chr_8k as usize * 0x2000 {
-        rom.push((i * 7 + i / 0x400) as u8);
-    }
-    rom
-}
-
-const BOARDS: &[(u8, u8, u8)] = &[
-    (0, 2, 1),
-    (1, 4, 2),
-    (2, 4, 0),
-    (3, 2, 4),
-    (4, 4, 4),
-    (7, 4, 0),
-    (66, 4, 4),
-];
 
 /// Per board: the ROM, a state taken after 20 frames, and a console 7 frames further on (the
 /// one states are loaded into, so a successful load visibly changes it).
