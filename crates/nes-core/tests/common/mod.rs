@@ -45,7 +45,6 @@ pub fn tiny_rom(mapper: u8, prg_16k: u8, chr_8k: u8) -> Vec<u8> {
 }
 
 /// Every supported board, as (mapper, PRG 16 KiB banks, CHR 8 KiB banks).
-/// Every supported board, as (mapper, PRG 16 KiB banks, CHR 8 KiB banks).
 pub const BOARDS: &[(u8, u8, u8)] = &[
     (0, 2, 1),
     (1, 4, 2),
