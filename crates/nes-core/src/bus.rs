@@ -126,17 +126,25 @@ impl Bus {
     }
 
     /// DMC sample fetch: stalls the CPU for 4 cycles (3 idle, 1 read) on a read cycle.
-    #[inline]
+    /// The test is inlined into every read; the rare stall itself is not (it was an outlined
+    /// call on each of the ~20k reads a frame: perf-notes #5).
+    #[inline(always)]
     fn service_dmc_dma(&mut self) {
         if let Some(addr) = self.apu.dmc_dma_request() {
-            for _ in 0..3 {
-                self.tick();
-            }
-            self.tick();
-            let v = self.read_mem(addr);
-            self.open_bus = v;
-            self.apu.dmc_dma_complete(v);
+            self.run_dmc_dma(addr);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn run_dmc_dma(&mut self, addr: u16) {
+        for _ in 0..3 {
+            self.tick();
+        }
+        self.tick();
+        let v = self.read_mem(addr);
+        self.open_bus = v;
+        self.apu.dmc_dma_complete(v);
     }
 
     /// A debug read with no side effects: RAM, PRG RAM and ROM; I/O registers read as 0.
@@ -152,8 +160,11 @@ impl Bus {
 impl CpuBus for Bus {
     #[inline(always)]
     fn read(&mut self, addr: u16) -> u8 {
-        if let Some(page) = self.oam_dma.take() {
-            self.run_oam_dma(page, addr);
+        // Test before `take`: `take` stores `None` back on every read (perf-notes #7).
+        if self.oam_dma.is_some() {
+            if let Some(page) = self.oam_dma.take() {
+                self.run_oam_dma(page, addr);
+            }
         }
         self.service_dmc_dma();
         self.tick();

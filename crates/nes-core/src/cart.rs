@@ -216,6 +216,9 @@ fn nes2_rom_size(lsb: u8, msb: u8, unit: usize) -> usize {
     }
 }
 
+/// CIRAM page of each logical nametable ($2000/$2400/$2800/$2C00), by `Mirroring as usize`.
+const NT_PAGE: [[u8; 4]; 5] = [[0, 0, 1, 1], [0, 1, 0, 1], [0, 0, 0, 0], [1, 1, 1, 1], [0, 1, 2, 3]];
+
 /// A cartridge plugged into the console: ROM, board RAM, CIRAM and the mapper registers.
 #[derive(Clone)]
 pub struct Cart {
@@ -397,7 +400,7 @@ impl Cart {
 
     /// The PPU put `addr` on its address bus (a fetch, or a $2006/$2007 update). MMC3 counts
     /// rising edges of A12 that follow a long enough low period.
-    #[inline]
+    #[inline(always)]
     pub fn ppu_addr(&mut self, addr: u16, dot: u64) {
         if self.kind == MapperKind::Mmc3 {
             mapper::m004_mmc3::watch_a12(self, addr, dot);
@@ -410,22 +413,37 @@ impl Cart {
         self.irq_line
     }
 
-    #[inline]
+    #[inline(always)]
     fn chr_offset(&self, addr: u16) -> usize {
         self.chr_map[(addr >> 10) as usize & 7] as usize + (addr as usize & 0x3ff)
     }
 
-    #[inline]
+    #[inline(always)]
     fn nametable_offset(&self, addr: u16) -> usize {
+        // A table lookup instead of a 5-way match: the PPU does ~17k nametable/attribute
+        // fetches a frame (see docs/perf-notes.md, change 1).
         let table = (addr >> 10) as usize & 3;
-        let page = match self.mirroring {
-            Mirroring::Horizontal => table >> 1,
-            Mirroring::Vertical => table & 1,
-            Mirroring::SingleLow => 0,
-            Mirroring::SingleHigh => 1,
-            Mirroring::FourScreen => table,
-        };
-        page * 0x400 + (addr as usize & 0x3ff)
+        NT_PAGE[self.mirroring as usize][table] as usize * 0x400 + (addr as usize & 0x3ff)
+    }
+
+    /// The PPU's rendering fetch of a nametable or attribute byte ($2000-$2FFF): same as
+    /// `ppu_read`, minus the CHR/CIRAM decision the caller already knows.
+    #[inline(always)]
+    pub(crate) fn ppu_read_nt(&mut self, addr: u16, dot: u64) -> u8 {
+        self.ppu_addr(addr, dot);
+        self.ciram[self.nametable_offset(addr)]
+    }
+
+    /// The PPU's rendering fetch of a pattern byte ($0000-$1FFF), like `ppu_read`.
+    #[inline(always)]
+    pub(crate) fn ppu_read_chr(&mut self, addr: u16, dot: u64) -> u8 {
+        self.ppu_addr(addr, dot);
+        let off = self.chr_offset(addr);
+        if self.chr_is_ram {
+            self.chr_ram[off & (CHR_RAM_SIZE - 1)]
+        } else {
+            self.chr_rom[off]
+        }
     }
 
     /// A side-effect-free read of the nametable byte the PPU would see at `addr` ($2000-$2FFF).

@@ -138,6 +138,10 @@ impl FrameCounter {
                 self.step += 1;
             }
         }
+        // One test for the two rare counters (a pending $4017 write, the clock blocker).
+        if self.write_delay | self.block == 0 {
+            return events;
+        }
         if self.write_delay > 0 {
             self.write_delay -= 1;
             if self.write_delay == 0 {

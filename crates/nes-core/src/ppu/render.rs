@@ -66,7 +66,7 @@ impl Ppu {
                 self.reload_bg();
             }
             if d == 337 || d == 339 {
-                let _ = cart.ppu_read(0x2000 | (self.v & 0x0fff), self.dot_clock);
+                let _ = cart.ppu_read_nt(0x2000 | (self.v & 0x0fff), self.dot_clock);
             }
         }
     }
@@ -74,30 +74,36 @@ impl Ppu {
     /// Background fetch step of dots 1-256 and 321-336.
     #[inline(always)]
     fn bg_fetch(&mut self, d: u16, cart: &mut Cart) {
-        match d & 7 {
-            1 => {
+        // If-chains, not a `match d & 7`: the jump table it compiled to was one of the
+        // costliest (mispredicted) instructions of the dot loop (perf-notes #6).
+        if d & 1 == 0 {
+            if d & 7 == 0 {
+                self.increment_x();
+            }
+        } else if d & 4 == 0 {
+            if d & 2 == 0 {
+                // 1: nametable byte.
                 if d >= 9 {
                     self.reload_bg();
                 }
-                self.nt_latch = cart.ppu_read(0x2000 | (self.v & 0x0fff), self.dot_clock);
-            }
-            3 => {
+                self.nt_latch = cart.ppu_read_nt(0x2000 | (self.v & 0x0fff), self.dot_clock);
+            } else {
+                // 3: attribute byte.
                 let v = self.v;
                 let addr = 0x23c0 | (v & 0x0c00) | ((v >> 4) & 0x38) | ((v >> 2) & 0x07);
-                let byte = cart.ppu_read(addr, self.dot_clock);
+                let byte = cart.ppu_read_nt(addr, self.dot_clock);
                 let shift = ((v >> 4) & 4) | (v & 2);
                 self.at_latch = (byte >> shift) & 3;
             }
-            5 => {
-                let addr = self.bg_pattern_addr();
-                self.pat_lo_latch = cart.ppu_read(addr, self.dot_clock);
+        } else {
+            // 5: pattern low, 7: pattern high (8 bytes on).
+            let addr = self.bg_pattern_addr() + (d & 2) * 4;
+            let bits = cart.ppu_read_chr(addr, self.dot_clock);
+            if d & 2 == 0 {
+                self.pat_lo_latch = bits;
+            } else {
+                self.pat_hi_latch = bits;
             }
-            7 => {
-                let addr = self.bg_pattern_addr() + 8;
-                self.pat_hi_latch = cart.ppu_read(addr, self.dot_clock);
-            }
-            0 => self.increment_x(),
-            _ => {}
         }
     }
 
@@ -240,7 +246,7 @@ impl Ppu {
         let slot = ((d - 257) >> 3) as usize;
         match step {
             0 | 2 => {
-                let _ = cart.ppu_read(0x2000 | (self.v & 0x0fff), self.dot_clock);
+                let _ = cart.ppu_read_nt(0x2000 | (self.v & 0x0fff), self.dot_clock);
             }
             4 | 6 => {
                 let y = self.sec_oam[slot * 4];
@@ -265,7 +271,7 @@ impl Ppu {
                     table | ((tile as u16) << 4) | row
                 };
                 let addr = if step == 6 { addr + 8 } else { addr };
-                let mut bits = cart.ppu_read(addr, self.dot_clock);
+                let mut bits = cart.ppu_read_chr(addr, self.dot_clock);
                 if !used {
                     bits = 0;
                 } else if attr & 0x40 != 0 {
