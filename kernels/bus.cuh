@@ -31,18 +31,25 @@ NESLE_FN u8 pads_read(FlatState& s, u32 port) {
 NESLE_FN void bus_finish_cycle(Nes& n) {
     if (n.dot_pending) {
         n.dot_pending = 0;
-        ppu_tick(n);
+        ppu_tick_call(n);
     }
 }
 
-NESLE_FN void bus_tick(Nes& n) {
-    bus_finish_cycle(n);
+// The clock of one CPU cycle up to its access: the previous cycle's pending third dot, the
+// cycle count, two dots, the APU. One call with the dots inlined (kernel-notes change 2).
+NESLE_DEV void bus_clock(Nes& n) {
+    if (n.dot_pending) {
+        n.dot_pending = 0;
+        ppu_tick(n);
+    }
     n.s->bus_cycles += 1;
     ppu_tick(n);
     ppu_tick(n);
     apu_tick(*n.s);
     n.dot_pending = 1;
 }
+
+NESLE_FN void bus_tick(Nes& n) { bus_clock(n); }
 
 // A read without the clock: what the CPU would see at `addr` now.
 NESLE_FN u8 bus_read_mem(Nes& n, u16 addr) {

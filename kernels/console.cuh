@@ -26,6 +26,53 @@ NESLE_DEV void nes_step_env(FlatState* state, const u8* prg, const u8* chr, u8 a
     }
 }
 
+// --- the launch-local mirror (docs/kernel-notes.md, "Local mirror") ---
+//
+// nesle_step runs each env on a copy of its FlatState in thread-local memory. CUDA lays local
+// memory out interleaved (word i of thread t sits next to word i of thread t+1), so when a
+// warp's threads touch the same field, as they do on every access in lockstep, the warp makes
+// one 128-byte transaction instead of 32 (FlatStates are 23,136 bytes apart in global memory).
+// Regions the cartridge can never touch are neither copied in nor out, so they keep their bytes:
+// CHR RAM without a CHR RAM board, PRG RAM when it has size 0, the upper 2 KiB of CIRAM without
+// four-screen mirroring. The decision reads only fields no code path changes.
+#define NES_OFF_CIRAM_HI (__builtin_offsetof(FlatState, cart_ciram) + 0x800)
+#define NES_OFF_PRG_RAM __builtin_offsetof(FlatState, cart_prg_ram)
+#define NES_OFF_CHR_RAM __builtin_offsetof(FlatState, cart_chr_ram)
+#define NES_OFF_TAIL __builtin_offsetof(FlatState, cart_prg_len)
+static_assert(NES_OFF_CIRAM_HI % 8 == 0 && NES_OFF_PRG_RAM % 8 == 0 && NES_OFF_CHR_RAM % 8 == 0 &&
+                  NES_OFF_TAIL % 8 == 0 && NES_OFF_PRG_RAM == NES_OFF_CIRAM_HI + 0x800 &&
+                  NES_OFF_CHR_RAM == NES_OFF_PRG_RAM + 8192 && NES_OFF_TAIL == NES_OFF_CHR_RAM + 8192,
+              "mirror regions");
+
+NESLE_FN void nes_copy_words(u8* dst, const u8* src, u32 from, u32 to) {
+    u64* d = (u64*)(dst + from);
+    const u64* s = (const u64*)(src + from);
+    for (u32 i = 0; i < (to - from) / 8; i++) d[i] = s[i];
+}
+
+// Copies the regions of `src` the console can use (decided from `cfg`) into `dst`.
+NESLE_FN void nes_copy_used(FlatState* dst, const FlatState* src, const FlatState* cfg) {
+    bool four = cfg->cart_header_mirroring == MIR_FOUR_SCREEN || cfg->cart_mirroring == MIR_FOUR_SCREEN;
+    bool prg_ram = cfg->cart_prg_ram_size != 0;
+    bool chr_ram = cfg->cart_chr_is_ram != 0;
+    u8* d = (u8*)dst;
+    const u8* s = (const u8*)src;
+    nes_copy_words(d, s, 0, NES_OFF_CIRAM_HI);
+    if (four) nes_copy_words(d, s, NES_OFF_CIRAM_HI, NES_OFF_PRG_RAM);
+    if (prg_ram) nes_copy_words(d, s, NES_OFF_PRG_RAM, NES_OFF_CHR_RAM);
+    if (chr_ram) nes_copy_words(d, s, NES_OFF_CHR_RAM, NES_OFF_TAIL);
+    nes_copy_words(d, s, NES_OFF_TAIL, sizeof(FlatState));
+}
+
+// nes_step_env on a local copy of `*state`, written back at the end.
+NESLE_FN void nes_step_env_mirrored(FlatState* state, const u8* prg, const u8* chr, u8 action, u32 frames,
+                                    u8* pixels) {
+    FlatState local;
+    nes_copy_used(&local, state, state);
+    nes_step_env(&local, prg, chr, action, frames, pixels);
+    nes_copy_used(state, &local, state);
+}
+
 // Copies one FlatState 8 bytes at a time (its size is a multiple of 8, pinned by a test).
 NESLE_FN void nes_copy_state(FlatState* dst, const FlatState* src) {
     u64* d = (u64*)dst;

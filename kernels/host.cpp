@@ -10,7 +10,7 @@ extern "C" void nesle_host_step(FlatState* states, const u8* prg, u32 prg_len, c
     (void)chr_len;
     for (u32 env = 0; env < n_envs; env++) {
         u8* px = pixels ? pixels + (u64)env * 256 * 240 : nullptr;
-        nes_step_env(states + env, prg, chr, actions[env], frames, px);
+        nes_step_env_mirrored(states + env, prg, chr, actions[env], frames, px);
     }
 }
 

@@ -14,6 +14,18 @@ extern "C" __global__ void nesle_step(FlatState* states, const u8* prg, u32 prg_
     u32 env = blockIdx.x * blockDim.x + threadIdx.x;
     if (env >= n_envs) return;
     u8* px = pixels ? pixels + (u64)env * 256 * 240 : nullptr;
+    nes_step_env_mirrored(states + env, prg, chr, actions[env], frames, px);
+}
+
+// The same step without the local mirror: every access goes to the FlatState in global memory.
+// Kept for measurements (NESLE_STEP_KERNEL=nesle_step_direct, see launch.rs); same results.
+extern "C" __global__ void nesle_step_direct(FlatState* states, const u8* prg, u32 prg_len, const u8* chr,
+                                             u32 chr_len, const u8* actions, u32 n_envs, u32 frames, u8* pixels) {
+    (void)prg_len;
+    (void)chr_len;
+    u32 env = blockIdx.x * blockDim.x + threadIdx.x;
+    if (env >= n_envs) return;
+    u8* px = pixels ? pixels + (u64)env * 256 * 240 : nullptr;
     nes_step_env(states + env, prg, chr, actions[env], frames, px);
 }
 

@@ -308,7 +308,7 @@ NESLE_FN void ppu_blank_pixel(Nes& n) {
 }
 
 // One dot of a visible line (0-239) or the pre-render line, rendering enabled.
-NESLE_DEV void ppu_render_dot(Nes& n) {
+NESLE_FN void ppu_render_dot(Nes& n) {
     FlatState& s = *n.s;
     u16 d = s.ppu_dot;
     bool visible = s.ppu_scanline < 240;
@@ -350,7 +350,7 @@ NESLE_DEV void ppu_render_dot(Nes& n) {
 // --- ppu.rs ---
 
 // Advances exactly one dot.
-NESLE_DEV void ppu_tick(Nes& n) {
+NESLE_FN void ppu_tick(Nes& n) {
     FlatState& s = *n.s;
     s.ppu_dot_clock += 1;
     if (s.ppu_dot == 339 && s.ppu_scanline == PPU_PRERENDER_LINE && s.ppu_skip_last_dot) {
@@ -393,6 +393,9 @@ NESLE_DEV void ppu_tick(Nes& n) {
         if (ppu_rendering(s)) ppu_render_dot(n);
     }
 }
+
+// ppu_tick as a call (bus_finish_cycle's third dot); bus_clock inlines its own two copies.
+NESLE_DEV void ppu_tick_call(Nes& n) { ppu_tick(n); }
 
 NESLE_FN void ppu_increment_v_after_access(Nes& n) {
     FlatState& s = *n.s;

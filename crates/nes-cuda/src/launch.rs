@@ -83,12 +83,24 @@ static FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/nesle.fatbin"))
 /// leaving the register allocator room (the step kernel is large). See docs/kernel-notes.md.
 const BLOCK: u32 = 128;
 
+/// Threads per block of the step kernel: `NESLE_BLOCK` (a measurement knob), else [`BLOCK`].
+fn step_block() -> u32 {
+    static B: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *B.get_or_init(|| {
+        std::env::var("NESLE_BLOCK").ok().and_then(|v| v.parse().ok()).filter(|&b: &u32| b > 0 && b <= 1024 && b % 32 == 0).unwrap_or(BLOCK)
+    })
+}
+
 fn cuda(e: DriverError) -> Error {
     Error::Cuda(format!("{e:?}"))
 }
 
 fn grid(n: usize) -> LaunchConfig {
-    LaunchConfig { grid_dim: ((n as u32).div_ceil(BLOCK), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+    grid_of(n, BLOCK)
+}
+
+fn grid_of(n: usize, block: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: ((n as u32).div_ceil(block), 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 }
 }
 
 /// Whether this build embeds GPU kernels.
@@ -131,7 +143,10 @@ impl Gpu {
             Error::Cuda(format!("loading the kernels failed ({e:?}): the fatbin has SASS for sm_75..sm_90 and PTX 9.0"))
         })?;
         let f = |name: &str| module.load_function(name).map_err(cuda);
-        Ok(Gpu { step: f("nesle_step")?, reset: f("nesle_reset_from_bank")?, gather_ram: f("nesle_gather_ram")?, ctx, stream })
+        // NESLE_STEP_KERNEL picks another step entry point with the same signature (measurements:
+        // `nesle_step_direct` is the step without the local mirror).
+        let step_name = std::env::var("NESLE_STEP_KERNEL").unwrap_or_else(|_| "nesle_step".into());
+        Ok(Gpu { step: f(&step_name)?, reset: f("nesle_reset_from_bank")?, gather_ram: f("nesle_gather_ram")?, ctx, stream })
     }
 
     /// (free, total) bytes of device memory.
@@ -212,7 +227,7 @@ impl Gpu {
         // frames; every state was validated against this ROM before upload (Cart::load
         // bounds its banking maps), so the kernel's PRG/CHR reads stay inside `prg`/`chr`.
         // One thread per env touches only its own state and pixels: no data race.
-        unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
+        unsafe { b.launch(grid_of(n_envs, step_block())) }.map_err(cuda)?;
         Ok(())
     }
 
