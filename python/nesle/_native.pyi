@@ -3,7 +3,7 @@
 Kept in step with the module by tests/python/test_native_stub.py.
 """
 
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +19,9 @@ class RomError(ValueError):
 
 class StateError(ValueError):
     """A save state was refused: corrupted, from another ROM, or from another format version."""
+
+class BackendUnavailableError(RuntimeError):
+    """The requested backend is not in this build of nesle, or has no device to run on."""
 
 class CpuBatch:
     """N NES consoles running one ROM on the CPU, stepped in lockstep on all cores.
@@ -88,6 +91,139 @@ class CpuBatch:
 
     def restore(self, state: bytes, mask: npt.NDArray[np.bool_] | None = None) -> None:
         """Restore every console where ``mask`` is true (all when None) from one state."""
+
+def cuda_available(device: int = 0) -> tuple[bool, str]:
+    """``(True, "CUDA device 0: <name>")`` when ``CudaBatch`` can run on ``device``, else
+    ``(False, why)`` (no kernels in this build, no CUDA driver, no such GPU). Probed once per
+    device per process; never raises."""
+
+class CudaBatch:
+    """N NES consoles running one ROM on one CUDA GPU, with ``CpuBatch``'s verbs.
+
+    The same ROM, actions and states give the same RAM, pixels and save-state blobs as
+    ``CpuBatch``; blobs move between the backends. Every call releases the GIL. ``step`` is
+    asynchronous; the host-copy verbs (``ram``, ``pixels``, ``rgb``, ``step_trace``,
+    ``save_state``, ``frame_counts``, ``faults``), ``synchronize`` and DLPack exports wait for it.
+
+    ``write_ram``, ``set_render``, ``reset(soft=True)`` and controller-2 buttons are applied by
+    downloading, editing and re-uploading the touched consoles' states (~23 KiB each): meant for
+    reset time, not every step. Known difference: a hard ``reset`` leaves the picture buffer as
+    it was (``CpuBatch`` clears it) until the next frame is drawn.
+    """
+
+    def __new__(cls, rom: bytes, num_envs: int, device: int = 0, *, render: bool = True) -> CudaBatch:
+        """Power on ``num_envs`` consoles with the iNES file ``rom`` on CUDA device ``device``.
+
+        ``render=False`` starts with pixel output off and no picture buffer (60 KiB per
+        console); turning rendering on later allocates it at the next step (a rebuild: views
+        made before then stay valid but stop following the batch).
+
+        Raises ``BackendUnavailableError`` (no kernels in this build, no driver, no such GPU),
+        ``MemoryError`` (the consoles do not fit in free GPU memory), ``RomError``,
+        ``ValueError`` (``num_envs < 1``).
+        """
+
+    @property
+    def num_envs(self) -> int: ...
+    @property
+    def device(self) -> int:
+        """The CUDA ordinal."""
+
+    def __len__(self) -> int: ...
+    def step(self, actions: Any, frames: int = 1) -> None:
+        """Hold ``actions`` on the controllers and run every console for ``frames`` frames.
+
+        ``actions``: a NumPy uint8 array of shape (N,) or (N, 2), as for ``CpuBatch.step``; or
+        a CUDA tensor on this device (anything with ``__dlpack__``, e.g. a torch uint8 tensor of
+        shape (N,), controller 1 only), read in place with no host round trip. The producer is
+        asked to order its writes before the legacy default stream (``stream=1``), and the
+        tensor is held until the batch next synchronizes. Raises ``TypeError`` for another
+        dtype, ``ValueError`` for another shape or device, or ``frames`` outside 0..2**20.
+        """
+
+    def step_trace(self, actions: Any, frames: int) -> npt.NDArray[np.uint8]:
+        """Like ``step``, and return the work RAM after every frame: a new (frames, N, 2048)
+        uint8 array. Raises like ``step``; ``ValueError`` for ``frames`` outside 1..1024."""
+
+    def write_ram(self, addr: int, value: int, mask: npt.NDArray[np.bool_] | None = None) -> None:
+        """As ``CpuBatch.write_ram``."""
+
+    def ram(self) -> npt.NDArray[np.uint8]:
+        """Work RAM of every console: a new (N, 2048) uint8 array."""
+
+    def pixels(self) -> npt.NDArray[np.uint8]:
+        """Last frame of every console as palette indices: a new (N, 240, 256) uint8 array
+        (zeros before any frame was drawn)."""
+
+    def rgb(self) -> npt.NDArray[np.uint8]:
+        """Last frame of every console in RGB: a new (N, 240, 256, 3) uint8 array."""
+
+    def frame_counts(self) -> npt.NDArray[np.uint64]:
+        """Frames each console's PPU has started since power-on: a new (N,) uint64 array."""
+
+    def faults(self) -> list[str | None]:
+        """For each console, ``None``, or why it halted (a JAM opcode)."""
+
+    def set_render(self, on: bool) -> None:
+        """Turn pixel output on or off for every console."""
+
+    def reset(self, mask: npt.NDArray[np.bool_] | None = None, *, soft: bool = False) -> None:
+        """Power-cycle (or with ``soft=True`` press reset on) the consoles where ``mask`` is true."""
+
+    def save_state(self, i: int) -> bytes:
+        """The full state of console ``i``, in ``CpuBatch.save_state``'s format."""
+
+    def load_state(self, i: int, state: bytes) -> None:
+        """Restore console ``i`` from a blob of either backend; ``StateError`` if refused."""
+
+    def restore(self, state: bytes, mask: npt.NDArray[np.bool_] | None = None) -> None:
+        """Restore every console where ``mask`` is true (all when None) from one state."""
+
+    def synchronize(self) -> None:
+        """Wait for every queued step."""
+
+    def ram_tensor(self) -> DLPackView:
+        """A zero-copy view of every console's work RAM on the GPU: (N, 2048) uint8 with
+        strides (sizeof(FlatState), 1) in elements; ``torch.from_dlpack(batch.ram_tensor())``.
+
+        The view aliases live console memory: its ``__dlpack__`` waits for queued steps, but a
+        tensor kept across later steps must be read after ``synchronize()`` (or re-made). It
+        keeps the GPU buffers alive after ``close()`` or ``del batch``.
+        """
+
+    def pixels_tensor(self) -> DLPackView:
+        """A zero-copy view of the picture buffer: (N, 240, 256) uint8 palette indices.
+        Raises ``ValueError`` if the batch has no picture buffer (``render=False``)."""
+
+    def close(self) -> None:
+        """Release the batch (GPU memory stays alive while DLPack views of it exist); later
+        calls raise ``RuntimeError``."""
+
+class DLPackView:
+    """A zero-copy uint8 view of native memory, for any DLPack consumer (``torch.from_dlpack``,
+    ``numpy.from_dlpack`` for host views). Keeps the memory's owner alive."""
+
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A capsule: "dltensor_versioned" (DLPack 1.0) when ``max_version >= (1, 0)``, else
+        "dltensor". For a CUDA view, waits for the batch's queued steps first (whatever
+        ``stream`` the consumer reads on; ``stream=-1`` skips the wait). Raises
+        ``BufferError`` for ``copy=True`` or another ``dl_device``."""
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(2, ordinal)`` for CUDA memory, ``(1, 0)`` for host memory."""
+
+    @property
+    def shape(self) -> list[int]: ...
+    @property
+    def strides(self) -> list[int]:
+        """In elements (= bytes)."""
 
 def rom_info(rom: bytes) -> dict[str, int | str | bool]:
     """What an iNES / NES 2.0 header declares.

@@ -40,12 +40,30 @@ class Row:
     frames_per_s: float
 
 
+class _Synced:
+    """A CudaBatch whose ``step`` waits for the GPU: a timed step is a finished step."""
+
+    def __init__(self, batch) -> None:
+        self._batch = batch
+
+    def __getattr__(self, name: str):
+        return getattr(self._batch, name)
+
+    def step(self, actions, frames: int = 1) -> None:
+        self._batch.step(actions, frames)
+        self._batch.synchronize()
+
+
 def _batch(backend: str, rom: bytes, n: int):
     if backend == "cpu":
         return nesle.CpuBatch(rom, n)
-    raise BackendUnavailableError(
-        f"backend {backend!r} is not available in this build (available: cpu)"
-    )
+    if backend == "cuda":
+        ok, why = nesle.vector.cuda_available()
+        if not ok:
+            raise BackendUnavailableError(f"backend 'cuda' is not available: {why}")
+        # No picture buffer until a protocol turns pixels on (60 KiB per env).
+        return _Synced(nesle._native.CudaBatch(rom, n, render=False))
+    raise BackendUnavailableError(f"backend {backend!r} is not available (cpu, cuda)")
 
 
 def run(

@@ -50,8 +50,11 @@ class DemoResult:
 
 
 def run_demo(rom: bytes, frames: int = 300) -> DemoResult:
-    """Power on SMB, press Start, then hold Right+B (hopping with A) for ``frames`` frames."""
-    batch = nesle.CpuBatch(rom, 1)
+    """Power on SMB, press Start, then hold Right+B (hopping with A) for ``frames`` frames, on
+    the GPU when the CUDA backend is available, else on the CPU."""
+    on_gpu, _why = nesle.vector.cuda_available()
+    batch = nesle._native.CudaBatch(rom, 1) if on_gpu else nesle.CpuBatch(rom, 1)
+    backend = "cuda" if on_gpu else "cpu"
     t0 = time.perf_counter()
 
     def hold(buttons: int, n: int) -> None:
@@ -69,7 +72,7 @@ def run_demo(rom: bytes, frames: int = 300) -> DemoResult:
     seconds = time.perf_counter() - t0
     total = DEMO_BOOT_FRAMES + DEMO_START_FRAMES + DEMO_INTRO_FRAMES + frames
     return DemoResult(
-        backend="cpu",
+        backend=backend,
         frames=total,
         seconds=seconds,
         ram=batch.ram()[0],
@@ -100,7 +103,9 @@ def _demo(args: argparse.Namespace) -> int:
     ram = r.ram
     mode = int(smb.oper_mode(ram))
     mode_name = {0: "title/demo", 1: "playing", 2: "end of world"}.get(mode, "?")
-    print(f"backend:   {r.backend} (1 console)")
+    why = nesle.vector.cuda_available()[1]
+    note = why if r.backend == "cuda" else f"CUDA unavailable: {why}"
+    print(f"backend:   {r.backend} (1 console; {note})")
     fps = r.frames / r.seconds
     print(f"ran:       {r.frames} frames in {r.seconds:.2f} s ({fps:,.0f} frames/s)")
     print(f"OperMode:  {mode} ({mode_name})")

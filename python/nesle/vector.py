@@ -32,9 +32,11 @@ leading axis (the oldest first):
   and gymnasium's AtariPreprocessing do), rounded to nearest;
 - ``"none"``: (0,) uint8, for agents that read ``infos`` only (fastest: no pixels are drawn).
 
-Backends: ``"cpu"`` is ``nesle._native.CpuBatch``. ``"cuda"`` will be ``nesle._native.CudaBatch``
-(same verbs, device buffers); until the native module has it, asking for it raises
-:class:`BackendUnavailableError`, and ``"auto"`` picks the CPU and logs so.
+Backends: ``"cpu"`` is ``nesle._native.CpuBatch``; ``"cuda"`` is ``nesle._native.CudaBatch``
+(same verbs, states on the GPU, the same save-state blobs). ``"auto"`` picks CUDA when
+``nesle._native.cuda_available()`` says a GPU and the kernels are there, else the CPU, and logs
+which (INFO, logger "nesle"); ``"cuda"`` without them raises :class:`BackendUnavailableError`
+with the reason.
 """
 
 from __future__ import annotations
@@ -65,8 +67,9 @@ GRAY_SIZE = 84
 LUMA = np.array([0.299, 0.587, 0.114])
 
 
-class BackendUnavailableError(RuntimeError):
-    """The requested backend is not in this build of nesle, or has no device to run on."""
+#: The requested backend is not in this build of nesle, or has no device to run on (a
+#: ``RuntimeError``). Defined natively: ``CudaBatch(...)`` raises the same class.
+BackendUnavailableError = _native.BackendUnavailableError
 
 
 class ClosedEnvError(RuntimeError):
@@ -87,34 +90,33 @@ class EnvState:
 # --- backends ---
 
 
-def _cuda_available() -> bool:
-    cls = getattr(_native, "CudaBatch", None)
-    if cls is None:
-        return False
-    count = getattr(_native, "cuda_device_count", None)
-    try:
-        return count is None or count() > 0
-    except Exception:  # a driver that fails to answer means no usable GPU
-        return False
+def cuda_available(device: int = 0) -> tuple[bool, str]:
+    """``(True, "CUDA device 0: <name>")`` when the CUDA backend can run on ``device``, else
+    ``(False, why)``: no kernels in this build, no driver, no such GPU."""
+    probe = getattr(_native, "cuda_available", None)
+    if probe is None:
+        return False, "this build of nesle has no CUDA backend (nesle._native.cuda_available)"
+    return probe(device)
 
 
-def make_batch(rom: bytes, num_envs: int, backend: str = "auto", device: int = 0) -> Any:
-    """The native batch for ``backend``: ``"cpu"``, ``"cuda"``, or ``"auto"`` (CUDA when the
-    native module has it and a GPU is present, else CPU; logged at INFO on the "nesle" logger)."""
+def make_batch(
+    rom: bytes, num_envs: int, backend: str = "auto", device: int = 0, render: bool = True
+) -> Any:
+    """The native batch for ``backend``: ``"cpu"``, ``"cuda"``, or ``"auto"`` (CUDA when
+    :func:`cuda_available`, else CPU; logged at INFO on the "nesle" logger). ``render=False``
+    spares the CUDA backend its picture buffer (60 KiB per env) until something draws."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if backend == "cuda" or (backend == "auto" and _cuda_available()):
-        if not hasattr(_native, "CudaBatch"):
-            raise BackendUnavailableError(
-                "backend='cuda': this build of nesle has no CUDA backend (nesle._native has no "
-                "CudaBatch); use backend='cpu' or 'auto', or build nesle with CUDA support"
-            )
-        if not _cuda_available():
-            raise BackendUnavailableError("backend='cuda': no CUDA GPU is visible")
-        log.info("nesle: CUDA backend, device %d, %d environments", device, num_envs)
-        return _native.CudaBatch(rom, num_envs, device=device)  # type: ignore[attr-defined]
-    log.info("nesle: CPU backend, %d environments%s", num_envs,
-             " (no CUDA backend in this build)" if backend == "auto" else "")  # fmt: skip
+    if backend in ("cuda", "auto"):
+        ok, why = cuda_available(device)
+        if ok:
+            log.info("nesle: CUDA backend (%s), %d environments", why, num_envs)
+            return _native.CudaBatch(rom, num_envs, device, render=render)
+        if backend == "cuda":
+            raise BackendUnavailableError(f"backend='cuda' is unavailable: {why}")
+        log.info("nesle: CPU backend, %d environments (CUDA unavailable: %s)", num_envs, why)
+    else:
+        log.info("nesle: CPU backend, %d environments", num_envs)
     return _native.CpuBatch(rom, num_envs)
 
 
@@ -278,7 +280,7 @@ class NesleVectorEnv(VectorEnv):
         self._start_of = np.zeros(num_envs, np.int64)  # which start state each console began at
         self._fresh = np.zeros(num_envs, bool)  # restored since the last step: pixels are stale
         self._needs_reset = True
-        self._batch = make_batch(rom, num_envs, backend, device)
+        self._batch = make_batch(rom, num_envs, backend, device, render=self._draw)
         self.backend = "cpu" if isinstance(self._batch, _native.CpuBatch) else "cuda"
         self._batch.set_render(self._draw)
 

@@ -46,3 +46,40 @@ def blank_rom() -> bytes:
 def hold(batch, buttons: int, frames: int) -> None:
     """Hold the same buttons on every console's pad 1 for ``frames`` frames."""
     batch.step(np.full(batch.num_envs, buttons, np.uint8), frames)
+
+
+# --- GPU tests: opt-in, never silently passed ---
+#
+# Tests marked ``gpu`` need a CUDA GPU and a build with kernels. They run when NESLE_GPU=1
+# (where they fail, not skip, if the GPU is missing) or when ``-m`` names them; otherwise they
+# are deselected and the summary says how many, so a green run on a GPU-less machine never
+# passes for tests it did not run.
+
+
+def _gpu_opt_in(config: pytest.Config) -> bool:
+    import os
+
+    return os.environ.get("NESLE_GPU") == "1" or "gpu" in (config.getoption("markexpr") or "")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _gpu_opt_in(config):
+        return
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu:
+        config.hook.pytest_deselected(items=gpu)
+        items[:] = [item for item in items if not item.get_closest_marker("gpu")]
+    config.stash[_GPU_DESELECTED] = len(gpu)
+
+
+_GPU_DESELECTED = pytest.StashKey[int]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    n = config.stash.get(_GPU_DESELECTED, 0)
+    if n:
+        terminalreporter.write_line(
+            f"nesle: {n} GPU tests deselected (not run): on a CUDA machine run "
+            "NESLE_GPU=1 python3 -m pytest -m gpu tests/python",
+            yellow=True,
+        )

@@ -391,14 +391,6 @@ def test_bad_options_raise_clear_errors(kwargs, error, message):
         nesle.make_vec("smb", 1, **kwargs)
 
 
-def test_cuda_without_a_cuda_backend_raises_a_clear_error():
-    if hasattr(nesle._native, "CudaBatch"):
-        pytest.fail("this build has a CUDA backend: replace this test by a CPU/GPU parity test")
-    with pytest.raises(nesle.BackendUnavailableError, match="no CUDA backend"):
-        nesle.make_vec("smb", 1, backend="cuda")
-    assert nesle.make_vec("smb", 1, backend="auto").backend == "cpu"
-
-
 def test_the_shaped_reward_counts_death_and_flag_once():
     def ram(x=0x40, page=0, state=0x08, flag=False, time=(4, 0, 0)):
         r = np.zeros(2048, np.uint8)

@@ -20,7 +20,7 @@ use crate::{HEIGHT, RAM_SIZE, WIDTH};
 
 const SCREEN: usize = WIDTH * HEIGHT;
 /// A shape as Python prints it: `(3,)`, `(4, 3)`.
-fn py_shape(shape: &[usize]) -> String {
+pub(crate) fn py_shape(shape: &[usize]) -> String {
     match shape {
         [n] => format!("({n},)"),
         _ => format!(
@@ -35,9 +35,9 @@ fn py_shape(shape: &[usize]) -> String {
 }
 
 /// A bound on `frames` per call, so a typo (1e9) fails loudly instead of hanging for hours.
-const MAX_FRAMES_PER_STEP: i64 = 1 << 20;
+pub(crate) const MAX_FRAMES_PER_STEP: i64 = 1 << 20;
 /// `step_trace` returns 2 KiB per console per frame; a frameskip is a handful of frames.
-const MAX_TRACE_FRAMES: i64 = 1 << 10;
+pub(crate) const MAX_TRACE_FRAMES: i64 = 1 << 10;
 
 /// Wraps `data` (row-major, `shape`) as a NumPy array without copying it again.
 pub fn to_numpy<'py, T: numpy::Element, D: Dimension>(
@@ -51,7 +51,7 @@ pub fn to_numpy<'py, T: numpy::Element, D: Dimension>(
 }
 
 /// `repr(type)` and dtype of an argument, for error messages.
-fn describe(obj: &Bound<'_, PyAny>) -> String {
+pub(crate) fn describe(obj: &Bound<'_, PyAny>) -> String {
     let ty = obj
         .get_type()
         .name()
@@ -61,6 +61,68 @@ fn describe(obj: &Bound<'_, PyAny>) -> String {
         Ok(dt) => format!("{ty} of dtype {dt}"),
         Err(_) => ty,
     }
+}
+
+/// Python-style index (negative counts from the end) -> position, or `IndexError`.
+pub(crate) fn env_index(i: i64, n: usize) -> PyResult<usize> {
+    let n = n as i64;
+    let j = if i < 0 { i + n } else { i };
+    if j < 0 || j >= n {
+        return Err(PyIndexError::new_err(format!(
+            "environment index {i} out of range for {n} environments"
+        )));
+    }
+    Ok(j as usize)
+}
+
+/// A bool mask of shape (n,), or all-true for `None`.
+pub(crate) fn bool_mask(mask: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Vec<bool>> {
+    let Some(mask) = mask else {
+        return Ok(vec![true; n]);
+    };
+    let arr = mask.cast::<PyArrayDyn<bool>>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "mask must be a numpy.ndarray of dtype bool and shape ({n},), got {}",
+            describe(mask)
+        ))
+    })?;
+    let ro = arr
+        .try_readonly()
+        .map_err(|e| PyValueError::new_err(format!("mask: {e}")))?;
+    let view = ro.as_array();
+    if view.shape() != [n] {
+        return Err(PyValueError::new_err(format!(
+            "mask must have shape ({n},), got {}",
+            py_shape(view.shape())
+        )));
+    }
+    Ok(view.iter().copied().collect())
+}
+
+/// Button bitmasks of shape (n,) (pad 1) or (n, 2) (both pads) -> one `[pad1, pad2]` each.
+pub(crate) fn button_pads(actions: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<[u8; 2]>> {
+    let arr = actions.cast::<PyArrayDyn<u8>>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "actions must be a numpy.ndarray of dtype uint8 (button bitmasks) with shape ({n},) or ({n}, 2), got {}",
+            describe(actions)
+        ))
+    })?;
+    let ro = arr
+        .try_readonly()
+        .map_err(|e| PyValueError::new_err(format!("actions: {e}")))?;
+    let view = ro.as_array();
+    let pads: Vec<[u8; 2]> = match view.shape() {
+        [m] if *m == n => view.iter().map(|&a| [a, 0]).collect(),
+        [m, 2] if *m == n => view.outer_iter().map(|row| [row[0], row[1]]).collect(),
+        shape => {
+            return Err(PyValueError::new_err(format!(
+                "actions must have shape ({n},) or ({n}, 2) for {n} environments, got {}",
+                py_shape(shape)
+            )))
+        }
+    };
+    drop(ro);
+    Ok(pads)
 }
 
 /// N NES consoles running one ROM on the CPU.
@@ -109,68 +171,16 @@ impl CpuBatch {
         Ok(())
     }
 
-    /// Python-style index (negative counts from the end) -> position, or `IndexError`.
     fn index(&self, i: i64) -> PyResult<usize> {
-        let n = self.consoles.len() as i64;
-        let j = if i < 0 { i + n } else { i };
-        if j < 0 || j >= n {
-            return Err(PyIndexError::new_err(format!(
-                "environment index {i} out of range for {n} environments"
-            )));
-        }
-        Ok(j as usize)
+        env_index(i, self.consoles.len())
     }
 
-    /// A bool mask of shape (N,), or all-true for `None`.
     fn mask(&self, mask: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<bool>> {
-        let n = self.consoles.len();
-        let Some(mask) = mask else {
-            return Ok(vec![true; n]);
-        };
-        let arr = mask.cast::<PyArrayDyn<bool>>().map_err(|_| {
-            PyTypeError::new_err(format!(
-                "mask must be a numpy.ndarray of dtype bool and shape ({n},), got {}",
-                describe(mask)
-            ))
-        })?;
-        let ro = arr
-            .try_readonly()
-            .map_err(|e| PyValueError::new_err(format!("mask: {e}")))?;
-        let view = ro.as_array();
-        if view.shape() != [n] {
-            return Err(PyValueError::new_err(format!(
-                "mask must have shape ({n},), got {}",
-                py_shape(view.shape())
-            )));
-        }
-        Ok(view.iter().copied().collect())
+        bool_mask(mask, self.consoles.len())
     }
 
-    /// Button bitmasks of shape (N,) (pad 1) or (N, 2) (both pads) -> one `[pad1, pad2]` each.
     fn pads(&self, actions: &Bound<'_, PyAny>) -> PyResult<Vec<[u8; 2]>> {
-        let n = self.consoles.len();
-        let arr = actions.cast::<PyArrayDyn<u8>>().map_err(|_| {
-            PyTypeError::new_err(format!(
-                "actions must be a numpy.ndarray of dtype uint8 (button bitmasks) with shape ({n},) or ({n}, 2), got {}",
-                describe(actions)
-            ))
-        })?;
-        let ro = arr
-            .try_readonly()
-            .map_err(|e| PyValueError::new_err(format!("actions: {e}")))?;
-        let view = ro.as_array();
-        let pads: Vec<[u8; 2]> = match view.shape() {
-            [m] if *m == n => view.iter().map(|&a| [a, 0]).collect(),
-            [m, 2] if *m == n => view.outer_iter().map(|row| [row[0], row[1]]).collect(),
-            shape => {
-                return Err(PyValueError::new_err(format!(
-                    "actions must have shape ({n},) or ({n}, 2) for {n} environments, got {}",
-                    py_shape(shape)
-                )))
-            }
-        };
-        drop(ro);
-        Ok(pads)
+        button_pads(actions, self.consoles.len())
     }
 
     /// Pixels of every console, mapped through `f` into `per` bytes each.

@@ -4,11 +4,14 @@
 //! - `nes_core::StateError` -> `nesle.StateError` (a `ValueError`)
 //! - bad arguments          -> `TypeError` (wrong type/dtype), `ValueError` (wrong shape/value),
 //!   `IndexError` (environment index out of range)
+//! - `nes_cuda::Error`: no kernels in this build / no driver / no GPU -> `nesle.BackendUnavailableError`
+//!   (a `RuntimeError`); the batch does not fit in GPU memory -> `MemoryError`; a failed CUDA
+//!   call -> `RuntimeError`; ROM, state and argument errors as above
 //! - a panic inside nes-core -> `RuntimeError`, and the batch refuses further calls: a panic is a
 //!   bug, and the consoles may be half-way through a frame. No panic ever crosses the FFI.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::PyErr;
 
 create_exception!(
@@ -23,6 +26,27 @@ create_exception!(
     PyValueError,
     "A save state was refused: corrupted, from another ROM, or from another format version."
 );
+
+create_exception!(
+    nesle,
+    BackendUnavailableError,
+    PyRuntimeError,
+    "The requested backend is not in this build of nesle, or has no device to run on."
+);
+
+pub fn cuda_error(e: nes_cuda::Error) -> PyErr {
+    use nes_cuda::Error as E;
+    match e {
+        E::Rom(e) => rom_error(e),
+        E::State(e) => state_error(e),
+        E::NoKernels | E::NoDevice(_) => BackendUnavailableError::new_err(format!("CUDA backend unavailable: {e}")),
+        E::OutOfMemory { .. } => PyMemoryError::new_err(format!(
+            "{e}: use fewer environments (or render=False: pixels take 60 KiB per environment)"
+        )),
+        E::BadArgument(_) => PyValueError::new_err(e.to_string()),
+        E::Cuda(_) => PyRuntimeError::new_err(e.to_string()),
+    }
+}
 
 pub fn rom_error(e: nes_core::RomError) -> PyErr {
     RomError::new_err(e.to_string())

@@ -6,10 +6,14 @@
 //! (`nesle._native`); its contract is the stub `python/nesle/_native.pyi`, which
 //! `tests/python/test_native_stub.py` checks against the built module.
 //!
-//! Every batch call releases the GIL (`Python::detach`) and fans out over consoles with rayon, so
-//! one Python thread drives all cores.
+//! Every batch call releases the GIL (`Python::detach`). `CpuBatch` fans out over consoles with
+//! rayon, so one Python thread drives all cores; `CudaBatch` (module `cuda`) drives nes-cuda's
+//! `Batch` on one GPU, and its device buffers cross to torch zero-copy through DLPack (module
+//! `dlpack`, the crate's only `unsafe` code).
 
 mod batch;
+mod cuda;
+mod dlpack;
 mod error;
 
 use nes_core::cart::{Header, Mirroring};
@@ -70,7 +74,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("WIDTH", WIDTH)?;
     m.add("HEIGHT", HEIGHT)?;
     m.add("RAM_SIZE", RAM_SIZE)?;
+    m.add("BackendUnavailableError", py.get_type::<error::BackendUnavailableError>())?;
     m.add_class::<batch::CpuBatch>()?;
+    m.add_class::<cuda::CudaBatch>()?;
+    m.add_class::<dlpack::DLPackView>()?;
+    m.add_function(wrap_pyfunction!(cuda::cuda_available, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::_host_view, m)?)?;
     m.add_function(wrap_pyfunction!(rom_info, m)?)?;
     m.add_function(wrap_pyfunction!(palette, m)?)?;
     Ok(())

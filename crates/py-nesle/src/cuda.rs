@@ -1,0 +1,600 @@
+//! `CudaBatch`: N consoles of one ROM on one GPU (nes-cuda's [`Batch`]), with `CpuBatch`'s verbs.
+//!
+//! The host-copy verbs (`ram`, `pixels`, `rgb`, `save_state`, ...) return fresh NumPy arrays
+//! and `bytes`, exactly as `CpuBatch` does: the same ROM, actions and states give the same
+//! arrays and the same save-state blobs on both backends (blobs are nes-core's format, converted
+//! through `Console::from_flat` / `to_flat`), so states move freely between them. The device
+//! verbs (`ram_tensor`, `pixels_tensor`, and `step` given a CUDA tensor) never touch the host;
+//! see `dlpack.rs` for their lifetime and stream rules.
+//!
+//! nes-cuda's `Batch` runs steps, bulk resets from a bank of states, and whole-state uploads.
+//! The verbs it has no kernel for (`write_ram`, `set_render`, soft `reset`, controller 2) are
+//! *patches*: download the affected envs' states, edit them on the host, upload them through
+//! the reset bank. They cost ~23 KiB per touched env, so they are for reset-time work, and a
+//! host mirror of each env's render switch and controller-2 buttons keeps the common case (no
+//! change) free.
+//!
+//! Pixels: a batch built with `render=False` has no picture buffer (60 KiB per env); the first
+//! step after any env's render switch is turned on rebuilds the batch with one (views made
+//! before that keep the old buffers alive, but no longer follow the batch).
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use nes_core::flat::FlatState;
+use nes_core::{palette, Console};
+use nes_cuda::{Batch, BatchConfig, Error, RomImage, PIXELS_PER_ENV};
+use numpy::{IntoPyArray, PyArray1};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rayon::prelude::*;
+
+use crate::batch::{bool_mask, button_pads, env_index, to_numpy, MAX_FRAMES_PER_STEP, MAX_TRACE_FRAMES};
+use crate::dlpack::{self, Borrowed, DLDevice, DLPackView, Producer, KDL_CUDA};
+use crate::error::{cuda_error, panic_error};
+use crate::{HEIGHT, RAM_SIZE, WIDTH};
+
+/// The nes-cuda batch, shared with the DLPack views made from it (they keep it alive).
+struct Shared(Mutex<Batch>);
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Batch> {
+        // A poisoned lock means a panic mid-call; the CudaBatch is poisoned too and refuses
+        // further calls, so views may still synchronize and read.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Producer for Shared {
+    fn synchronize(&self) -> PyResult<()> {
+        self.lock().synchronize().map_err(cuda_error)
+    }
+}
+
+/// Where a step's buttons come from.
+enum Actions {
+    /// `[pad1, pad2]` per env from a NumPy array.
+    Host(Vec<[u8; 2]>),
+    /// A CUDA uint8 tensor of pad-1 buttons, read in place.
+    Device { ptr: u64, len: usize },
+}
+
+struct Inner {
+    batch: Arc<Shared>,
+    rom: RomImage,
+    /// The console just powered on: parses blobs for `load_state`/`restore`.
+    power_on: Console,
+    power_on_flat: FlatState,
+    device: usize,
+    n: usize,
+    /// Host mirrors of every env's `ppu_render_pixels` and `pad_buttons[1]`.
+    render: Vec<u8>,
+    pad2: Vec<u8>,
+    /// The single state in the reset bank, when `restore` put it there (saves re-uploads).
+    bank_state: Option<FlatState>,
+    /// A stream for wrapping torch's pointers (made on the first device-actions step).
+    ext: Option<Arc<cudarc::driver::CudaStream>>,
+}
+
+impl Inner {
+    fn has_pixels(&self) -> bool {
+        self.batch.lock().device_pointers().pixels.is_some()
+    }
+
+    /// Envs `envs` get `f(state)`: download, edit, upload through the bank.
+    fn patch(&mut self, envs: &[usize], mut f: impl FnMut(&mut FlatState) -> Result<(), Error>) -> Result<(), Error> {
+        if envs.is_empty() {
+            return Ok(());
+        }
+        let shared = self.batch.clone();
+        let mut batch = shared.lock();
+        // One big download beats many small ones (each a round trip) past ~1/8 of the batch.
+        let mut states: Vec<FlatState> = if envs.len() * 8 > self.n {
+            let all = batch.states_to_host()?;
+            envs.iter().map(|&i| all[i]).collect()
+        } else {
+            envs.iter().map(|&i| batch.save_state(i)).collect::<Result<_, _>>()?
+        };
+        for s in &mut states {
+            f(s)?;
+        }
+        for (s, &i) in states.iter().zip(envs) {
+            self.render[i] = s.ppu_render_pixels;
+            self.pad2[i] = s.pad_buttons[1];
+        }
+        self.bank_state = None;
+        upload(&mut batch, envs, &states, self.n)
+    }
+
+    /// Every env where `mask` is true takes `state`.
+    fn restore(&mut self, state: &FlatState, mask: &[bool]) -> Result<(), Error> {
+        if !mask.iter().any(|&m| m) {
+            return Ok(());
+        }
+        let shared = self.batch.clone();
+        let mut batch = shared.lock();
+        if self.bank_state.as_ref() != Some(state) {
+            batch.set_bank(std::slice::from_ref(state))?;
+            self.bank_state = Some(*state);
+        }
+        let m: Vec<u8> = mask.iter().map(|&b| b as u8).collect();
+        batch.reset_masked(&m, None)?;
+        for (i, _) in mask.iter().enumerate().filter(|(_, &b)| b) {
+            self.render[i] = state.ppu_render_pixels;
+            self.pad2[i] = state.pad_buttons[1];
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the batch with a picture buffer when an env is about to draw without one.
+    fn ensure_pixels(&mut self) -> Result<(), Error> {
+        if self.render.iter().all(|&r| r == 0) || self.has_pixels() {
+            return Ok(());
+        }
+        let states = self.batch.lock().states_to_host()?;
+        let config = BatchConfig { device: self.device, pixels: true };
+        let mut fresh = Batch::with_state(self.rom.clone(), self.n, config, &states[0])?;
+        let all: Vec<usize> = (0..self.n).collect();
+        upload(&mut fresh, &all, &states, self.n)?;
+        self.batch = Arc::new(Shared(Mutex::new(fresh)));
+        self.bank_state = None;
+        Ok(())
+    }
+
+    fn step(&mut self, actions: &Actions, frames: u32) -> Result<(), Error> {
+        self.ensure_pixels()?;
+        let zeros;
+        let pad2: &[u8] = match actions {
+            Actions::Host(p) => {
+                zeros = p.iter().map(|p| p[1]).collect::<Vec<u8>>();
+                &zeros
+            }
+            // Device actions are pad 1 only; pad 2 is released, as for (N,) host actions.
+            Actions::Device { .. } => {
+                zeros = vec![0u8; self.n];
+                &zeros
+            }
+        };
+        if pad2 != self.pad2.as_slice() {
+            let envs: Vec<usize> = (0..self.n).filter(|&i| pad2[i] != self.pad2[i]).collect();
+            let want = pad2.to_vec();
+            let mut k = 0;
+            self.patch(&envs, |s| {
+                s.pad_buttons[1] = want[envs[k]];
+                k += 1;
+                Ok(())
+            })?;
+        }
+        match actions {
+            Actions::Host(p) => {
+                let pad1: Vec<u8> = p.iter().map(|p| p[0]).collect();
+                self.batch.lock().step(&pad1, frames)
+            }
+            Actions::Device { ptr, len } => {
+                if self.ext.is_none() {
+                    self.ext = Some(dlpack::borrow_stream(self.device)?);
+                }
+                let ext = self.ext.as_ref().expect("set above");
+                dlpack::step_borrowed(&mut self.batch.lock(), ext, *ptr, *len, frames)
+            }
+        }
+    }
+}
+
+/// Uploads `states` into envs `envs` of `batch` (a bank of them, then one masked reset), and
+/// shrinks the bank back to one state.
+fn upload(batch: &mut Batch, envs: &[usize], states: &[FlatState], n: usize) -> Result<(), Error> {
+    batch.set_bank(states)?;
+    let mut mask = vec![0u8; n];
+    let mut pick = vec![0u32; n];
+    for (k, &i) in envs.iter().enumerate() {
+        mask[i] = 1;
+        pick[i] = k as u32;
+    }
+    batch.reset_masked(&mask, Some(&pick))?;
+    if states.len() > 64 {
+        batch.set_bank(&states[..1])?; // frees the big bank (after the reset, stream-ordered)
+    }
+    Ok(())
+}
+
+/// N NES consoles running one ROM on one CUDA GPU.
+#[pyclass(module = "nesle._native")]
+pub struct CudaBatch {
+    inner: Option<Inner>,
+    /// The producer capsule of the device actions the last step read: kept until the batch
+    /// has synchronized, so torch cannot reuse that memory while a kernel still reads it.
+    in_flight: Option<Py<PyAny>>,
+    poisoned: bool,
+    device: usize,
+    n: usize,
+}
+
+impl std::fmt::Debug for CudaBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaBatch").field("num_envs", &self.n).field("device", &self.device).finish_non_exhaustive()
+    }
+}
+
+impl CudaBatch {
+    /// Runs `f` on the open batch with the GIL released; errors mapped, panics caught.
+    fn run<R: Send>(&mut self, py: Python<'_>, f: impl FnOnce(&mut Inner) -> Result<R, Error> + Send) -> PyResult<R> {
+        self.settle(py)?;
+        let inner = self.open()?;
+        match py.detach(|| catch_unwind(AssertUnwindSafe(|| f(inner)))) {
+            Ok(r) => r.map_err(cuda_error),
+            Err(payload) => {
+                self.poisoned = true;
+                Err(panic_error(payload))
+            }
+        }
+    }
+
+    fn open(&mut self) -> PyResult<&mut Inner> {
+        if self.poisoned {
+            return Err(PyRuntimeError::new_err("this CudaBatch is unusable after an internal panic; create a new one"));
+        }
+        self.inner.as_mut().ok_or_else(|| PyRuntimeError::new_err("this CudaBatch is closed"))
+    }
+
+    /// Waits for a step that read borrowed device actions, then lets them go.
+    fn settle(&mut self, py: Python<'_>) -> PyResult<()> {
+        if self.in_flight.is_none() {
+            return Ok(());
+        }
+        if let Some(inner) = &self.inner {
+            let shared = inner.batch.clone();
+            py.detach(move || shared.synchronize())?;
+        }
+        self.in_flight = None;
+        Ok(())
+    }
+
+    /// NumPy buttons, or a CUDA tensor read in place.
+    fn actions(&self, actions: &Bound<'_, PyAny>) -> PyResult<(Actions, Option<Borrowed>)> {
+        if !actions.is_instance_of::<numpy::PyUntypedArray>() {
+            if let Some(dev) = dlpack::cuda_device_of(actions)? {
+                if dev as usize != self.device {
+                    return Err(PyValueError::new_err(format!(
+                        "actions are on cuda:{dev} but this batch runs on cuda:{}",
+                        self.device
+                    )));
+                }
+                // Stream 1: the producer orders its writes before the legacy default stream,
+                // which nes-cuda launches on (see the module doc of dlpack.rs).
+                let b = dlpack::borrow_cuda_u8(actions, self.n, dev, 1)?;
+                return Ok((Actions::Device { ptr: b.ptr, len: b.len }, Some(b)));
+            }
+        }
+        Ok((Actions::Host(button_pads(actions, self.n)?), None))
+    }
+
+    fn view(&mut self, pixels: bool) -> PyResult<DLPackView> {
+        let inner = self.open()?;
+        let p = inner.batch.lock().device_pointers();
+        let device = DLDevice { device_type: KDL_CUDA, device_id: inner.device as i32 };
+        let n = inner.n as i64;
+        let owner = inner.batch.clone();
+        let (data, shape, strides) = if pixels {
+            let px = p.pixels.ok_or_else(|| {
+                PyValueError::new_err(
+                    "this batch has no picture buffer (built with render=False): call set_render(True) and step first",
+                )
+            })?;
+            (px, vec![n, HEIGHT as i64, WIDTH as i64], vec![PIXELS_PER_ENV as i64, WIDTH as i64, 1])
+        } else {
+            let at = p.states + std::mem::offset_of!(FlatState, ram) as u64;
+            (at, vec![n, RAM_SIZE as i64], vec![p.state_size as i64, 1])
+        };
+        Ok(DLPackView::new(owner.clone(), Some(owner), data, shape, strides, device))
+    }
+}
+
+impl Drop for CudaBatch {
+    fn drop(&mut self) {
+        // Torch may reuse the borrowed actions' memory once their capsule goes: finish first.
+        if self.in_flight.is_some() {
+            if let Some(inner) = &self.inner {
+                let _ = inner.batch.lock().synchronize();
+            }
+        }
+    }
+}
+
+/// (available, why not) per device, probed once: a 1-env batch of a blank ROM.
+fn probe(device: usize) -> (bool, String) {
+    static CACHE: OnceLock<Mutex<HashMap<usize, (bool, String)>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(hit) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&device) {
+        return hit.clone();
+    }
+    let mut blank = b"NES\x1a\x02\x01\x01\x00".to_vec();
+    blank.resize(16 + 2 * 0x4000 + 0x2000, 0);
+    let config = BatchConfig { device, pixels: false };
+    let answer = match catch_unwind(|| Batch::new(&blank, 1, config)) {
+        Ok(Ok(b)) => (true, format!("CUDA device {device}: {}", b.device_name())),
+        Ok(Err(e)) => (false, e.to_string()),
+        Err(_) => (false, "the CUDA driver panicked while probing".to_string()),
+    };
+    cache.lock().unwrap_or_else(|e| e.into_inner()).insert(device, answer.clone());
+    answer
+}
+
+/// Whether `CudaBatch` can run here: `(True, "CUDA device 0: <name>")`, or `(False, why)`
+/// (no kernels in this build, no driver, no such GPU). Probed once per device.
+#[pyfunction]
+#[pyo3(signature = (device = 0))]
+pub fn cuda_available(py: Python<'_>, device: i64) -> (bool, String) {
+    if device < 0 {
+        return (false, format!("no CUDA device {device}"));
+    }
+    py.detach(|| probe(device as usize))
+}
+
+#[pymethods]
+impl CudaBatch {
+    /// Power on `num_envs` consoles with the iNES file `rom` on CUDA device `device`.
+    #[new]
+    #[pyo3(signature = (rom, num_envs, device = 0, *, render = true))]
+    fn new(py: Python<'_>, rom: &[u8], num_envs: i64, device: i64, render: bool) -> PyResult<Self> {
+        if num_envs < 1 {
+            return Err(PyValueError::new_err(format!("num_envs must be at least 1, got {num_envs}")));
+        }
+        if device < 0 {
+            return Err(PyValueError::new_err(format!("device must be a CUDA ordinal (>= 0), got {device}")));
+        }
+        let (n, device) = (num_envs as usize, device as usize);
+        let built = py.detach(|| {
+            catch_unwind(|| -> Result<Inner, Error> {
+                let image = RomImage::new(rom)?;
+                let power_on = Console::new(rom)?;
+                let power_on_flat = image.power_on();
+                let mut start = power_on_flat;
+                start.ppu_render_pixels = render as u8;
+                let batch = Batch::with_state(image.clone(), n, BatchConfig { device, pixels: render }, &start)?;
+                Ok(Inner {
+                    batch: Arc::new(Shared(Mutex::new(batch))),
+                    rom: image,
+                    power_on,
+                    power_on_flat,
+                    device,
+                    n,
+                    render: vec![start.ppu_render_pixels; n],
+                    pad2: vec![start.pad_buttons[1]; n],
+                    bank_state: None,
+                    ext: None,
+                })
+            })
+        });
+        let inner = built.map_err(panic_error)?.map_err(cuda_error)?;
+        Ok(CudaBatch { inner: Some(inner), in_flight: None, poisoned: false, device, n })
+    }
+
+    #[getter]
+    fn num_envs(&self) -> usize {
+        self.n
+    }
+
+    /// The CUDA ordinal this batch runs on.
+    #[getter]
+    fn device(&self) -> usize {
+        self.device
+    }
+
+    fn __len__(&self) -> usize {
+        self.n
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.inner.is_none() { ", closed" } else { "" };
+        format!("CudaBatch(num_envs={}, device={}{state})", self.n, self.device)
+    }
+
+    /// Hold `actions` on the controllers and run every console for `frames` frames.
+    /// Asynchronous: host-copy verbs, `synchronize` and DLPack exports wait for it.
+    #[pyo3(signature = (actions, frames = 1))]
+    fn step(&mut self, py: Python<'_>, actions: &Bound<'_, PyAny>, frames: i64) -> PyResult<()> {
+        if !(0..=MAX_FRAMES_PER_STEP).contains(&frames) {
+            return Err(PyValueError::new_err(format!(
+                "frames must be between 0 and {MAX_FRAMES_PER_STEP}, got {frames}"
+            )));
+        }
+        let (actions, borrowed) = self.actions(actions)?;
+        self.run(py, |inner| inner.step(&actions, frames as u32))?;
+        self.in_flight = borrowed.map(|b| b.capsule);
+        Ok(())
+    }
+
+    /// Like `step`, and return the work RAM after every frame: (frames, N, 2048) uint8.
+    fn step_trace<'py>(
+        &mut self,
+        py: Python<'py>,
+        actions: &Bound<'_, PyAny>,
+        frames: i64,
+    ) -> PyResult<Bound<'py, numpy::PyArray3<u8>>> {
+        let (actions, borrowed) = self.actions(actions)?;
+        if !(1..=MAX_TRACE_FRAMES).contains(&frames) {
+            return Err(PyValueError::new_err(format!("frames must be between 1 and {MAX_TRACE_FRAMES}, got {frames}")));
+        }
+        let n = self.n;
+        let out = self.run(py, |inner| {
+            let mut out = Vec::with_capacity(frames as usize * n * RAM_SIZE);
+            for _ in 0..frames {
+                inner.step(&actions, 1)?;
+                out.extend_from_slice(&inner.batch.lock().ram_to_host()?); // synchronizes
+            }
+            Ok(out)
+        })?;
+        drop(borrowed); // every frame has run: torch may have its tensor back
+        to_numpy(py, out, [frames as usize, n, RAM_SIZE])
+    }
+
+    /// Write `value` at work-RAM address `addr` of every console where `mask` is true.
+    #[pyo3(signature = (addr, value, mask = None))]
+    fn write_ram(&mut self, py: Python<'_>, addr: i64, value: i64, mask: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        if !(0..RAM_SIZE as i64).contains(&addr) {
+            return Err(PyValueError::new_err(format!("addr must be between 0 and {}, got {addr}", RAM_SIZE - 1)));
+        }
+        if !(0..=255).contains(&value) {
+            return Err(PyValueError::new_err(format!("value must be a byte (0..255), got {value}")));
+        }
+        let mask = bool_mask(mask, self.n)?;
+        let envs: Vec<usize> = (0..self.n).filter(|&i| mask[i]).collect();
+        self.run(py, |inner| {
+            inner.patch(&envs, |s| {
+                s.ram[addr as usize] = value as u8;
+                Ok(())
+            })
+        })
+    }
+
+    /// Work RAM of every console: a new (N, 2048) uint8 array.
+    fn ram<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray2<u8>>> {
+        let out = self.run(py, |inner| inner.batch.lock().ram_to_host())?;
+        to_numpy(py, out, [self.n, RAM_SIZE])
+    }
+
+    /// The last frame of every console as palette indices: a new (N, 240, 256) uint8 array
+    /// (zeros until a frame has been drawn).
+    fn pixels<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray3<u8>>> {
+        let out = self.run(py, host_pixels)?;
+        to_numpy(py, out, [self.n, HEIGHT, WIDTH])
+    }
+
+    /// The last frame of every console in RGB: a new (N, 240, 256, 3) uint8 array.
+    fn rgb<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray4<u8>>> {
+        let out = self.run(py, |inner| {
+            let idx = host_pixels(inner)?;
+            let mut rgb = vec![0u8; idx.len() * 3];
+            rgb.par_chunks_mut(PIXELS_PER_ENV * 3)
+                .zip(idx.par_chunks(PIXELS_PER_ENV))
+                .for_each(|(dst, src)| palette::indices_to_rgb(src, dst));
+            Ok(rgb)
+        })?;
+        to_numpy(py, out, [self.n, HEIGHT, WIDTH, 3])
+    }
+
+    /// Frames each console's PPU has started since power-on: a new (N,) uint64 array.
+    fn frame_counts<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let v = self.run(py, |inner| Ok(inner.batch.lock().states_to_host()?.iter().map(|s| s.ppu_frame).collect::<Vec<u64>>()))?;
+        Ok(v.into_pyarray(py))
+    }
+
+    /// For each console, `None`, or why it halted (a JAM opcode).
+    fn faults(&mut self, py: Python<'_>) -> PyResult<Vec<Option<String>>> {
+        self.run(py, |inner| {
+            let states = inner.batch.lock().states_to_host()?;
+            states
+                .iter()
+                .map(|s| match s.cpu_fault {
+                    0 => Ok(None),
+                    _ => Ok(inner.rom.console(s)?.fault().map(|f| f.to_string())),
+                })
+                .collect()
+        })
+    }
+
+    /// Turn pixel output on or off for every console (games cannot tell; off is faster).
+    fn set_render(&mut self, py: Python<'_>, on: bool) -> PyResult<()> {
+        self.run(py, |inner| {
+            let envs: Vec<usize> = (0..inner.n).filter(|&i| inner.render[i] != on as u8).collect();
+            inner.patch(&envs, |s| {
+                s.ppu_render_pixels = on as u8;
+                Ok(())
+            })
+        })
+    }
+
+    /// Power-cycle the consoles where `mask` is true (all when `None`); with `soft=True`, press
+    /// the reset button instead.
+    #[pyo3(signature = (mask = None, *, soft = false))]
+    fn reset(&mut self, py: Python<'_>, mask: Option<&Bound<'_, PyAny>>, soft: bool) -> PyResult<()> {
+        let mask = bool_mask(mask, self.n)?;
+        self.run(py, |inner| {
+            if !soft {
+                let power_on = inner.power_on_flat;
+                return inner.restore(&power_on, &mask);
+            }
+            let envs: Vec<usize> = (0..inner.n).filter(|&i| mask[i]).collect();
+            let rom = inner.rom.clone();
+            inner.patch(&envs, |s| {
+                let mut c = rom.console(s)?;
+                c.reset();
+                *s = c.to_flat();
+                Ok(())
+            })
+        })
+    }
+
+    /// The full state of console `i` as bytes (the same format as `CpuBatch.save_state`).
+    fn save_state<'py>(&mut self, py: Python<'py>, i: i64) -> PyResult<Bound<'py, PyBytes>> {
+        let i = env_index(i, self.n)?;
+        let blob = self.run(py, |inner| {
+            let flat = inner.batch.lock().save_state(i)?;
+            Ok(inner.rom.console(&flat)?.save_state())
+        })?;
+        Ok(PyBytes::new(py, &blob))
+    }
+
+    /// Restore console `i` from `save_state` bytes (of either backend).
+    fn load_state(&mut self, py: Python<'_>, i: i64, state: &[u8]) -> PyResult<()> {
+        let i = env_index(i, self.n)?;
+        self.run(py, |inner| {
+            let mut c = inner.power_on.clone();
+            c.load_state(state)?;
+            let flat = c.to_flat();
+            inner.batch.lock().load_state(i, &flat)?;
+            inner.render[i] = flat.ppu_render_pixels;
+            inner.pad2[i] = flat.pad_buttons[1];
+            Ok(())
+        })
+    }
+
+    /// Restore every console where `mask` is true (all when `None`) from one `save_state` blob.
+    #[pyo3(signature = (state, mask = None))]
+    fn restore(&mut self, py: Python<'_>, state: &[u8], mask: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let mask = bool_mask(mask, self.n)?;
+        self.run(py, |inner| {
+            let mut c = inner.power_on.clone();
+            c.load_state(state)?;
+            let flat = c.to_flat();
+            inner.restore(&flat, &mask)
+        })
+    }
+
+    /// Waits for every queued step.
+    fn synchronize(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, |inner| inner.batch.lock().synchronize())
+    }
+
+    /// A zero-copy view of every console's work RAM on the GPU, for `torch.from_dlpack`: a
+    /// (N, 2048) uint8 tensor with strides (sizeof(FlatState), 1).
+    fn ram_tensor(&mut self) -> PyResult<DLPackView> {
+        self.view(false)
+    }
+
+    /// A zero-copy view of the picture buffer: (N, 240, 256) uint8 palette indices.
+    fn pixels_tensor(&mut self) -> PyResult<DLPackView> {
+        self.view(true)
+    }
+
+    /// Release this batch's GPU memory (views made from it keep it until they are freed).
+    /// Every later call raises `RuntimeError`.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.settle(py)?;
+        if let Some(inner) = self.inner.take() {
+            py.detach(move || drop(inner));
+        }
+        Ok(())
+    }
+}
+
+fn host_pixels(inner: &mut Inner) -> Result<Vec<u8>, Error> {
+    if inner.has_pixels() {
+        inner.batch.lock().pixels_to_host()
+    } else {
+        Ok(vec![0u8; inner.n * PIXELS_PER_ENV])
+    }
+}

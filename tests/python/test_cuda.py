@@ -1,0 +1,293 @@
+"""CPU/GPU parity and the CUDA backend's Python contract. Needs a CUDA GPU (marked ``gpu``:
+deselected unless NESLE_GPU=1, see conftest.py; with it, a missing GPU fails every test here).
+
+    NESLE_GPU=1 python3 -m pytest -q -m gpu tests/python
+
+Parity is one body run on both backends: the same ROM, the same seeded actions and the same
+resets give identical RAM, pixels and save-state blobs after every step.
+
+Frame counts are kept small: a kernel launch runs one frame of every env in ~65 ms on an H200
+today (one thread per console, latency-bound at small N), so the whole file takes ~1-2 minutes.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import nesle
+from nesle import _native
+
+pytestmark = pytest.mark.gpu
+
+N = 64
+STEPS = 200
+
+
+def _pair(rom: bytes, n: int = N):
+    return nesle.CpuBatch(rom, n), _native.CudaBatch(rom, n)
+
+
+def _assert_same(cpu, gpu, *, blobs: bool = True, where: str = "") -> None:
+    np.testing.assert_array_equal(gpu.ram(), cpu.ram(), err_msg=f"RAM {where}")
+    np.testing.assert_array_equal(gpu.pixels(), cpu.pixels(), err_msg=f"pixels {where}")
+    if blobs:
+        for i in range(cpu.num_envs):
+            assert gpu.save_state(i) == cpu.save_state(i), f"state of env {i} {where}"
+
+
+@pytest.fixture(params=["smb", "tetris"])
+def game_rom(request, smb_rom, tetris_rom):
+    return {"smb": smb_rom, "tetris": tetris_rom}[request.param]
+
+
+def test_ram_pixels_and_states_match_the_cpu_after_every_step(game_rom):
+    cpu, gpu = _pair(game_rom)
+    rng = np.random.default_rng(7)
+    _assert_same(cpu, gpu, where="at power-on")
+    for t in range(STEPS):
+        # Mostly Start early (to get past the menus), then random buttons.
+        actions = rng.integers(0, 256, N, dtype=np.uint8)
+        if t < 40:
+            actions[:] = np.where(rng.random(N) < 0.3, nesle.BUTTON_START, 0)
+        frames = 1 + (t % 50 == 49)  # mostly one frame per step, some two
+        cpu.step(actions, frames)
+        gpu.step(actions, frames)
+        _assert_same(cpu, gpu, where=f"after step {t}")
+    np.testing.assert_array_equal(gpu.frame_counts(), cpu.frame_counts())
+    assert gpu.faults() == cpu.faults()
+    np.testing.assert_array_equal(gpu.rgb(), cpu.rgb())
+
+
+def test_step_trace_matches_the_cpu(smb_rom):
+    cpu, gpu = _pair(smb_rom, 8)
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        a = rng.integers(0, 256, 8, dtype=np.uint8)
+        np.testing.assert_array_equal(gpu.step_trace(a, 4), cpu.step_trace(a, 4))
+
+
+def test_reset_restore_write_ram_render_and_pad2_match_the_cpu(smb_rom):
+    cpu, gpu = _pair(smb_rom, 16)
+    rng = np.random.default_rng(3)
+
+    def both(verb, *args, **kwargs):
+        getattr(cpu, verb)(*args, **kwargs)
+        getattr(gpu, verb)(*args, **kwargs)
+
+    for t in range(30):
+        both("step", rng.integers(0, 256, (16, 2), dtype=np.uint8), 1)  # both controllers
+        mask = rng.random(16) < 0.3
+        op = t % 6
+        if op == 0:
+            both("write_ram", int(rng.integers(0, 2048)), int(rng.integers(0, 256)), mask)
+        elif op == 1:
+            both("set_render", bool(t % 4))
+        elif op == 2:
+            both("reset", mask, soft=True)
+        elif op == 3:
+            both("restore", cpu.save_state(int(rng.integers(0, 16))), mask)
+        elif op == 4:
+            blob = gpu.save_state(int(rng.integers(0, 16)))
+            both("load_state", int(rng.integers(0, 16)), blob)
+        both("step", rng.integers(0, 256, 16, dtype=np.uint8), 1)
+        _assert_same(cpu, gpu, where=f"after op {op} at {t}")
+    # A hard reset: CPU clears the picture, the GPU redraws it on the next frame (documented).
+    both("reset", np.ones(16, bool))
+    both("step", np.zeros(16, np.uint8), 2)
+    _assert_same(cpu, gpu, where="after a hard reset")
+
+
+def test_a_state_moves_cpu_to_gpu_to_cpu(smb_rom):
+    cpu, gpu = nesle.CpuBatch(smb_rom, 1), _native.CudaBatch(smb_rom, 4)
+    rng = np.random.default_rng(5)
+    for _ in range(100):
+        cpu.step(rng.integers(0, 256, 1, dtype=np.uint8), 2)
+    gpu.load_state(2, cpu.save_state(0))
+    assert gpu.save_state(2) == cpu.save_state(0)
+    for _ in range(20):
+        a = rng.integers(0, 256, 1, dtype=np.uint8)
+        cpu.step(a, 2)
+        gpu.step(np.repeat(a, 4), 2)
+    back = nesle.CpuBatch(smb_rom, 1)
+    back.load_state(0, gpu.save_state(2))
+    assert back.save_state(0) == cpu.save_state(0)
+    np.testing.assert_array_equal(back.ram()[0], cpu.ram()[0])
+
+
+@pytest.mark.parametrize(
+    ("game", "kwargs"),
+    [("smb", dict(obs="gray84", frame_stack=2)), ("tetris", dict(obs="ram"))],
+)
+def test_make_vec_on_cuda_matches_cpu(game, kwargs):
+    n, steps = 16, 50
+    cpu = nesle.make_vec(game, n, backend="cpu", seed=11, max_episode_steps=20, **kwargs)
+    gpu = nesle.make_vec(game, n, backend="cuda", seed=11, max_episode_steps=20, **kwargs)
+    assert (cpu.backend, gpu.backend) == ("cpu", "cuda")
+    o1, _ = cpu.reset(seed=11)
+    o2, _ = gpu.reset(seed=11)
+    np.testing.assert_array_equal(o1, o2)
+    rng = np.random.default_rng(2)
+    for t in range(steps):
+        a = rng.integers(0, cpu.single_action_space.n, n)
+        r1, r2 = cpu.step(a), gpu.step(a)
+        for name, x, y in zip(("obs", "reward", "terminated", "truncated"), r1[:4], r2[:4]):
+            np.testing.assert_array_equal(x, y, err_msg=f"{name} at step {t}")
+        assert r1[4].keys() == r2[4].keys()
+    np.testing.assert_array_equal(cpu.ram(), gpu.ram())
+    cpu.close()
+    gpu.close()
+
+
+def test_auto_picks_cuda_here(smb_rom):
+    ok, why = _native.cuda_available()
+    assert ok, why
+    assert nesle.make_vec(smb_rom, 2, backend="auto").backend == "cuda"
+
+
+# --- DLPack ---
+
+
+def test_ram_tensor_views_live_state_and_outlives_the_batch(smb_rom):
+    torch = pytest.importorskip("torch")
+    gpu = _native.CudaBatch(smb_rom, 8)
+    gpu.step(np.full(8, nesle.BUTTON_START, np.uint8), 60)
+    view = gpu.ram_tensor()
+    assert view.__dlpack_device__() == (2, 0)
+    t = torch.from_dlpack(view)
+    assert t.is_cuda and t.dtype == torch.uint8 and tuple(t.shape) == (8, 2048)
+    assert t.stride()[1] == 1 and t.stride()[0] >= 2048  # one FlatState per env
+    np.testing.assert_array_equal(t.cpu().numpy(), gpu.ram())
+    gpu.step(np.zeros(8, np.uint8), 5)
+    gpu.synchronize()
+    np.testing.assert_array_equal(t.cpu().numpy(), gpu.ram())  # a view, not a copy
+    expected = gpu.ram()
+    gpu.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        gpu.ram()
+    del gpu, view
+    gc.collect()
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(t.cpu().numpy(), expected)
+    t2 = t + 0  # the memory is still usable by kernels
+    np.testing.assert_array_equal(t2.cpu().numpy(), expected)
+
+
+def test_both_capsule_versions_work_with_torch(smb_rom):
+    torch = pytest.importorskip("torch")
+    gpu = _native.CudaBatch(smb_rom, 4)
+    gpu.step(np.zeros(4, np.uint8), 10)
+    for mv in (None, (1, 0)):
+        cap = gpu.ram_tensor().__dlpack__(stream=1, max_version=mv)
+        np.testing.assert_array_equal(torch.from_dlpack(cap).cpu().numpy(), gpu.ram())
+    for _ in range(100):  # unconsumed capsules free themselves
+        gpu.ram_tensor().__dlpack__()
+    with pytest.raises(BufferError):
+        gpu.ram_tensor().__dlpack__(copy=True)
+    with pytest.raises(BufferError):
+        gpu.ram_tensor().__dlpack__(dl_device=(1, 0))
+
+
+def test_pixels_tensor_matches_pixels_and_needs_a_buffer(smb_rom):
+    torch = pytest.importorskip("torch")
+    gpu = _native.CudaBatch(smb_rom, 4)
+    gpu.step(np.zeros(4, np.uint8), 20)
+    px = torch.from_dlpack(gpu.pixels_tensor())
+    assert tuple(px.shape) == (4, 240, 256)
+    np.testing.assert_array_equal(px.cpu().numpy(), gpu.pixels())
+    bare = _native.CudaBatch(smb_rom, 4, render=False)
+    with pytest.raises(ValueError, match="render"):
+        bare.pixels_tensor()
+    assert not bare.pixels().any()
+    bare.set_render(True)
+    bare.step(np.zeros(4, np.uint8), 20)
+    np.testing.assert_array_equal(bare.pixels(), gpu.pixels())
+    np.testing.assert_array_equal(torch.from_dlpack(bare.pixels_tensor()).cpu().numpy(), gpu.pixels())
+
+
+def test_a_consumer_on_another_stream_sees_finished_steps(smb_rom):
+    torch = pytest.importorskip("torch")
+    n = 2048
+    gpu = _native.CudaBatch(smb_rom, n, render=False)
+    side = torch.cuda.Stream()
+    for k in range(3):
+        gpu.step(np.full(n, nesle.BUTTON_START if k == 0 else 0, np.uint8), 20)  # async
+        with torch.cuda.stream(side):
+            copy = torch.from_dlpack(gpu.ram_tensor()).clone()  # read on the side stream
+        side.synchronize()
+        np.testing.assert_array_equal(copy.cpu().numpy(), gpu.ram())
+
+
+def test_actions_from_a_torch_tensor_are_read_in_place(smb_rom):
+    torch = pytest.importorskip("torch")
+    n = 32
+    a_gpu, a_cpu = _native.CudaBatch(smb_rom, n), nesle.CpuBatch(smb_rom, n)
+    side = torch.cuda.Stream()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for t in range(40):
+        with torch.cuda.stream(side):  # produced on another stream: the step must wait for it
+            acts = torch.randint(0, 256, (n,), dtype=torch.uint8, device="cuda", generator=gen)
+        a_gpu.step(acts, 1)
+        a_cpu.step(acts.cpu().numpy(), 1)
+        del acts  # torch may reuse the memory: the batch holds the tensor until it synchronizes
+        if t % 10 == 0:
+            np.testing.assert_array_equal(a_gpu.ram(), a_cpu.ram(), err_msg=f"step {t}")
+    trace = a_gpu.step_trace(torch.zeros(n, dtype=torch.uint8, device="cuda"), 3)
+    np.testing.assert_array_equal(trace, a_cpu.step_trace(np.zeros(n, np.uint8), 3))
+    _assert_same(a_cpu, a_gpu)
+
+
+def test_bad_device_actions_raise_like_bad_numpy_actions(smb_rom):
+    torch = pytest.importorskip("torch")
+    gpu = _native.CudaBatch(smb_rom, 4)
+    cases = [
+        (torch.zeros(4, dtype=torch.int64, device="cuda"), TypeError),
+        (torch.zeros(5, dtype=torch.uint8, device="cuda"), ValueError),
+        (torch.zeros(4, 2, dtype=torch.uint8, device="cuda"), ValueError),
+        (torch.zeros(8, dtype=torch.uint8, device="cuda")[::2], ValueError),
+        (torch.zeros(4, dtype=torch.uint8), TypeError),  # a CPU tensor: pass numpy instead
+    ]
+    for actions, error in cases:
+        with pytest.raises(error):
+            gpu.step(actions)
+
+
+# --- errors ---
+
+
+def test_bad_inputs_raise_the_cpu_backends_errors(smb_rom, blank_rom):
+    gpu = _native.CudaBatch(blank_rom, 3)
+    with pytest.raises(TypeError, match="uint8"):
+        gpu.step(np.zeros(3, np.int64))
+    with pytest.raises(TypeError):
+        gpu.step([0, 0, 0])
+    with pytest.raises(ValueError, match=r"\(3,\)"):
+        gpu.step(np.zeros(4, np.uint8))
+    with pytest.raises(ValueError, match="frames"):
+        gpu.step(np.zeros(3, np.uint8), -1)
+    with pytest.raises(ValueError, match="frames"):
+        gpu.step_trace(np.zeros(3, np.uint8), 0)
+    with pytest.raises(IndexError):
+        gpu.save_state(3)
+    with pytest.raises(nesle.StateError):
+        gpu.load_state(0, b"not a state")
+    smb_state = _native.CudaBatch(smb_rom, 1).save_state(0)
+    with pytest.raises(nesle.StateError):
+        gpu.load_state(0, smb_state)  # another ROM
+    with pytest.raises(ValueError, match="addr"):
+        gpu.write_ram(2048, 0)
+    with pytest.raises(ValueError, match="mask"):
+        gpu.reset(np.ones(2, bool))
+    with pytest.raises(ValueError, match="num_envs"):
+        _native.CudaBatch(blank_rom, 0)
+    with pytest.raises(nesle.RomError):
+        _native.CudaBatch(b"NES\x1a", 1)
+    with pytest.raises(nesle.BackendUnavailableError, match="GPU 99"):
+        _native.CudaBatch(blank_rom, 1, 99)
+
+
+def test_too_many_envs_for_gpu_memory_is_a_memory_error(blank_rom):
+    with pytest.raises(MemoryError, match="GPU memory"):
+        _native.CudaBatch(blank_rom, 10**9)

@@ -1,0 +1,55 @@
+"""Which backend runs, and the errors when CUDA cannot: runs on every machine (not ``gpu``).
+
+On a machine without a GPU (or a build without kernels) these check the clear errors; on a GPU
+machine they check that CUDA is picked. Neither case skips.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nesle
+from nesle import _native, cli
+
+
+def test_cuda_available_answers_with_a_reason():
+    ok, why = _native.cuda_available()
+    assert isinstance(ok, bool) and isinstance(why, str) and why
+    assert _native.cuda_available(device=-1)[0] is False
+    assert nesle.vector.cuda_available() == (ok, why)
+
+
+def test_cuda_batch_works_or_raises_backend_unavailable(blank_rom):
+    ok, why = _native.cuda_available()
+    assert issubclass(nesle.BackendUnavailableError, RuntimeError)
+    assert nesle.BackendUnavailableError is _native.BackendUnavailableError
+    if ok:
+        b = _native.CudaBatch(blank_rom, 2)
+        b.step(np.zeros(2, np.uint8), 1)
+        assert b.ram().shape == (2, 2048)
+        return
+    with pytest.raises(nesle.BackendUnavailableError) as e:
+        _native.CudaBatch(blank_rom, 2)
+    assert str(e.value) and why.split(":")[0] in str(e.value)
+
+
+def test_make_vec_picks_the_backend_or_says_why_not():
+    ok, why = _native.cuda_available()
+    assert nesle.make_vec("smb", 1, backend="auto").backend == ("cuda" if ok else "cpu")
+    assert nesle.make_vec("smb", 1, backend="cpu").backend == "cpu"
+    if ok:
+        assert nesle.make_vec("smb", 1, backend="cuda").backend == "cuda"
+        return
+    with pytest.raises(nesle.BackendUnavailableError, match="unavailable") as e:
+        nesle.make_vec("smb", 1, backend="cuda")
+    assert why in str(e.value)
+
+
+def test_bench_on_cuda_runs_or_is_a_clear_error(capsys):
+    ok, _ = _native.cuda_available()
+    code = cli.main(["bench", "--backend", "cuda", "--envs", "2", "--steps", "1", "--warmup", "0"])
+    if ok:
+        assert code == 0
+    else:
+        assert code == 2 and "not available" in capsys.readouterr().err
