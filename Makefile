@@ -1,7 +1,7 @@
 # The two entry points of the README. Each installs what it needs first.
 PYTHON ?= python3
 
-.PHONY: run test test-setup test-rust test-python install
+.PHONY: run test test-setup test-rust test-python test-wheel install
 
 # The main job: install nesle and run it on the best backend available.
 run: install
@@ -13,7 +13,7 @@ install:
 
 # The whole test suite: set-up (Python package, game ROMs, CUDA compiler), Rust (unit, test
 # ROMs, games, kernel parity on the CPU, no_std build), then Python.
-test: test-setup test-rust test-python
+test: test-setup test-rust test-python test-wheel
 
 test-setup:
 	$(PYTHON) -m pip install -q --upgrade pip maturin
@@ -32,3 +32,12 @@ test-rust:
 
 test-python:
 	$(PYTHON) -m pytest -q tests/python
+
+# The release wheel, installed into a fresh virtual environment, runs a CPU episode.
+WHEEL_DIR = target/wheel-test
+test-wheel:
+	rm -rf $(WHEEL_DIR) && mkdir -p $(WHEEL_DIR)
+	$(PYTHON) -m maturin build -q --release -o $(WHEEL_DIR)
+	$(PYTHON) -m venv $(WHEEL_DIR)/venv
+	$(WHEEL_DIR)/venv/bin/python -m pip install -q $(WHEEL_DIR)/nesle-*.whl
+	cd $(WHEEL_DIR) && venv/bin/python $(CURDIR)/tests/wheel_smoke.py
