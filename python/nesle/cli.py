@@ -8,6 +8,11 @@
     nesle demo [--frames N] [--out mario.png]
                                   boot Super Mario Bros., press Start, run right; save a screenshot
                                   (fetches the ROM first if it is missing)
+    nesle play ROM [--frames N] [--actions random|right|FILE|SCRIPT] [--seed S] [--out shot.png]
+                                  run any ROM from power-on on the CPU; save the last frame
+    nesle record ROM --out run.gif|run.png|run.mp4 [--frames N] [--every K] [--actions ...]
+                                  the same, recorded: a GIF or animated PNG of the exact
+                                  palette indices (MP4 needs imageio-ffmpeg); see nesle.record
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import nesle
-from nesle import png, roms
+from nesle import png, progress, roms
 from nesle.games import smb
 
 # The demo's input script, in frames from power-on. SMB ignores Start until its title screen is
@@ -172,6 +177,75 @@ def _roms_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _play(args: argparse.Namespace) -> int:
+    from nesle import record
+
+    try:
+        record.check_out(args.out, (".png",))
+        actions = record.action_script(args.actions, args.frames, args.seed)
+    except record.RecordError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    rom = _load_or_fetch(args.rom)
+    with progress.Progress(len(actions), "playing") as bar:
+        r = record.run(rom, actions, on_frame=bar.update)
+    record.screenshot(args.out, r.pixels)
+    print(f"ran:    {r.frames} frames in {r.seconds:.2f} s ({r.frames / max(r.seconds, 1e-9):,.0f} frames/s, "
+          f"CPU backend, actions {args.actions!r}, seed {args.seed})")  # fmt: skip
+    print(f"screen: {args.out}")
+    if r.fault:
+        print(f"error: the console halted: {r.fault}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    from nesle import record
+
+    try:
+        record.check_out(args.out, record.FORMATS)
+        actions = record.action_script(args.actions, args.frames, args.seed)
+        rom = _load_or_fetch(args.rom)  # before the writer: no empty file for a missing ROM
+        writer = record.open_writer(args.out, args.every)
+    except record.RecordError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        with progress.Progress(len(actions), "recording") as bar:
+            r = record.run(rom, actions, args.every, writer, on_frame=bar.update)
+    finally:
+        writer.close()
+    size = args.out.stat().st_size
+    print(f"ran:    {r.frames} frames in {r.seconds:.2f} s (CPU backend, actions "
+          f"{args.actions!r}, seed {args.seed})")  # fmt: skip
+    print(f"wrote:  {args.out} ({writer.images} images, every {args.every} frames; "
+          f"{size / 1024:,.0f} KiB)")  # fmt: skip
+    if r.fault:
+        print(f"error: the console halted: {r.fault}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _add_run_args(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("rom", help="ROM path or game name")
+    cmd.add_argument("--frames", type=_positive, help="frames to run from power-on "
+                     "(default: a script's length, else 600)")  # fmt: skip
+    cmd.add_argument("--actions", default="random", help="'random' (default; seeded), 'right', "
+                     "a script file, or a script such as 'noop*40,start*5,noop*180,right+b*600' "
+                     "(see nesle.record)")  # fmt: skip
+    cmd.add_argument("--seed", type=int, default=0, help="seed of --actions random (default 0)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nesle", description=__doc__.split("\n\n")[0])
     p.add_argument("--version", action="version", version=f"nesle {nesle.__version__}")
@@ -205,6 +279,19 @@ def parser() -> argparse.ArgumentParser:
     fetch.add_argument("--dest", type=Path, help="folder to store them in (default: user cache)")
     fetch.set_defaults(func=_roms_fetch)
     rom_sub.add_parser("list", help="where each game's ROM is").set_defaults(func=_roms_list)
+
+    play = sub.add_parser("play", help="run a ROM with given or random inputs; save the last frame")
+    _add_run_args(play)
+    play.add_argument("--out", type=Path, default=Path("shot.png"), help="PNG to write")
+    play.set_defaults(func=_play)
+
+    rec = sub.add_parser("record", help="run a ROM and record it as a GIF, animated PNG or MP4")
+    _add_run_args(rec)
+    rec.add_argument("--out", type=Path, required=True, help="run.gif, run.png (animated) or "
+                     "run.mp4 (needs imageio-ffmpeg)")  # fmt: skip
+    rec.add_argument("--every", type=_positive, default=2,
+                     help="keep every K-th frame (default 2: 30 images/s)")  # fmt: skip
+    rec.set_defaults(func=_record)
     return p
 
 
