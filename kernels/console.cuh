@@ -3,10 +3,24 @@
 #include "console_types.cuh"
 #include "cpu.cuh"
 
+// NES_MAX_STEPS_PER_FRAME (generated from nes-core console::MAX_STEPS_PER_FRAME): a frame is at
+// most 29,781 CPU cycles, so fewer than 15,000 steps; a console that runs 4x that without
+// reaching vertical blank is in an impossible state (corrupted memory) and is halted with fault 2,
+// so one bad env cannot hang the launch.
+
 // Runs until the PPU enters vertical blank (line 241, dot 1): one whole frame.
 NESLE_DEV void nes_run_frame(Nes& n) {
     n.s->ppu_frame_complete = 0;
-    while (!n.s->ppu_frame_complete) cpu_step(n);
+    u32 steps = 0;
+    while (!n.s->ppu_frame_complete) {
+        cpu_step(n);
+        if (++steps > NES_MAX_STEPS_PER_FRAME) {
+            n.s->cpu_fault = 2;
+            n.s->cpu_fault_opcode = 0;
+            n.s->cpu_fault_pc = n.s->cpu_pc;
+            break;
+        }
+    }
     n.s->ppu_frame_complete = 0;
 }
 

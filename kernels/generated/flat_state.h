@@ -135,6 +135,8 @@ struct FlatState {
 };
 
 #define NESLE_FLAT_STATE_SIZE 23136
+// nes-core console::MAX_STEPS_PER_FRAME: the frame loop's guard against impossible states.
+#define NES_MAX_STEPS_PER_FRAME 60000u
 static_assert(sizeof(FlatState) == 23136, "FlatState size differs from Rust");
 static_assert(__builtin_offsetof(FlatState, bus_cycles) == 0, "FlatState.bus_cycles offset");
 static_assert(__builtin_offsetof(FlatState, ppu_frame) == 8, "FlatState.ppu_frame offset");

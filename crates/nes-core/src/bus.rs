@@ -9,7 +9,16 @@
 //! | $4020-$FFFF  | cartridge |
 //!
 //! Each CPU access is one CPU cycle: the bus first runs the PPU for 3 dots and the APU for one
-//! cycle, then performs the access. Reads of unmapped addresses return the last value on the
+//! cycle, then performs the access.
+//!
+//! The PPU runs lazily ("catch-up"): the bus counts the dots it owes the PPU and runs them in
+//! one batch ([`Ppu::run`]) only when something could observe the difference: a CPU access
+//! to $2000-$3FFF, $4014 or a mapper register, the dots where the NMI line can change by
+//! itself (VBL set at 241/1, cleared at 261/1: `Ppu::dots_to_nmi_event`), and the end of
+//! every `Console::step`/`run_frame`, so the PPU's public fields and save states are exact
+//! between calls. MMC3 boards run the PPU every cycle: their IRQ line (sampled by the CPU each
+//! cycle) depends on the PPU's A12 edges. A batch of dots is where the PPU can render a tile
+//! at a time (see `ppu/render.rs`). Reads of unmapped addresses return the last value on the
 //! data bus (open bus). DMA units steal cycles by halting the CPU on its next read cycle.
 
 use crate::apu::Apu;
@@ -32,13 +41,18 @@ pub struct Bus {
     pub open_bus: u8,
     /// Page written to $4014, until the DMA runs.
     oam_dma: Option<u8>,
-    /// The third PPU dot of the current cycle has not run yet (see `tick`). Always false
-    /// between CPU bus operations, so it is not part of save states.
-    ppu_dot_pending: bool,
+    /// PPU dots owed (lazy catch-up, see the module doc). 0 between `Console` calls; not saved.
+    ppu_owed: u32,
+    /// Owed dots at which the PPU must catch up (the next dot where the NMI line may change);
+    /// 0 means "every dot" (MMC3, or right after a load). Derived, not saved.
+    ppu_budget: u32,
+    /// False for boards whose IRQ follows PPU fetches (MMC3): the PPU then never lags.
+    ppu_lazy: bool,
 }
 
 impl Bus {
     pub fn new(cart: Cart) -> Bus {
+        let ppu_lazy = cart.kind != crate::mapper::MapperKind::Mmc3;
         Bus {
             ram: [0; 0x800],
             ppu: Ppu::new(),
@@ -48,33 +62,62 @@ impl Bus {
             cycles: 0,
             open_bus: 0,
             oam_dma: None,
-            ppu_dot_pending: false,
+            ppu_owed: 0,
+            ppu_budget: 0,
+            ppu_lazy,
         }
     }
 
     /// One CPU cycle of time for everything but the CPU, up to the point where the cycle's
-    /// memory access happens: the APU cycle and the first 2 of its 3 PPU dots. The third dot
-    /// runs after the access (`finish_cycle`), so the CPU's end-of-cycle NMI sample sees the
-    /// PPU one dot after its access did. That split is what makes the $2002 read race come
-    /// out as on hardware (ppu_vbl_nmi 05-08: reads on the VBL dot or one dot after suppress
-    /// the NMI, two dots after do not).
+    /// memory access happens: the APU cycle, and 3 PPU dots owed. Only the first 2 of those
+    /// dots are before the access (`catch_up_for_access` leaves the third owed); the third
+    /// comes after it, so the CPU's end-of-cycle NMI sample sees the PPU one dot after its
+    /// access did. That split is what makes the $2002 read race come out as on hardware
+    /// (ppu_vbl_nmi 05-08: reads on the VBL dot or one dot after suppress the NMI, two dots
+    /// after do not).
     #[inline(always)]
     fn tick(&mut self) {
-        self.finish_cycle();
         self.cycles += 1;
-        self.ppu.tick(&mut self.cart);
-        self.ppu.tick(&mut self.cart);
+        self.ppu_owed += 3;
         self.apu.tick();
-        self.ppu_dot_pending = true;
     }
 
-    /// Runs the current cycle's last PPU dot, if `tick` left it pending.
+    /// The end of a CPU cycle, before the CPU samples its interrupt lines: run the PPU if the
+    /// owed dots reach a dot where the NMI line may change (every cycle on MMC3 boards).
+    /// DMA cycles skip this: the CPU samples nothing while halted, and the owed dots carry
+    /// over to its next cycle.
     #[inline(always)]
     fn finish_cycle(&mut self) {
-        if self.ppu_dot_pending {
-            self.ppu_dot_pending = false;
-            self.ppu.tick(&mut self.cart);
+        if self.ppu_owed >= self.ppu_budget {
+            self.run_ppu(0);
         }
+    }
+
+    /// Runs the owed PPU dots but the current cycle's third, before an access that reads or
+    /// changes PPU state (registers, OAM DMA writes, mapper banking).
+    #[inline(always)]
+    fn catch_up_for_access(&mut self) {
+        if self.ppu_owed > 1 {
+            self.run_ppu(1);
+        }
+    }
+
+    /// Runs all owed PPU dots: between CPU instructions, so the PPU is exact for observers.
+    #[inline(always)]
+    pub(crate) fn catch_up_ppu(&mut self) {
+        if self.ppu_owed != 0 {
+            self.run_ppu(0);
+        }
+    }
+
+    /// Runs the owed dots but `keep`, then sets the budget: the owed count at which the PPU
+    /// reaches the next dot where its NMI output may change by itself.
+    #[inline(never)]
+    fn run_ppu(&mut self, keep: u32) {
+        let n = self.ppu_owed - keep;
+        self.ppu_owed = keep;
+        self.ppu.run(n, &mut self.cart);
+        self.ppu_budget = if self.ppu_lazy { self.ppu.dots_to_nmi_event() } else { 0 };
     }
 
     /// A read without the clock: what the CPU would see at `addr` now.
@@ -82,7 +125,10 @@ impl Bus {
     fn read_mem(&mut self, addr: u16) -> u8 {
         match addr {
             0x0000..=0x1fff => self.ram[addr as usize & 0x7ff],
-            0x2000..=0x3fff => self.ppu.cpu_read(addr, &mut self.cart),
+            0x2000..=0x3fff => {
+                self.catch_up_for_access();
+                self.ppu.cpu_read(addr, &mut self.cart)
+            }
             0x4015 => (self.apu.read_status() & !0x20) | (self.open_bus & 0x20),
             0x4016 | 0x4017 => (self.open_bus & 0xe0) | self.pads.read((addr & 1) as usize),
             0x4000..=0x401f => self.open_bus,
@@ -94,12 +140,21 @@ impl Bus {
     fn write_mem(&mut self, addr: u16, v: u8) {
         match addr {
             0x0000..=0x1fff => self.ram[addr as usize & 0x7ff] = v,
-            0x2000..=0x3fff => self.ppu.cpu_write(addr, v, &mut self.cart),
+            0x2000..=0x3fff => {
+                self.catch_up_for_access();
+                self.ppu.cpu_write(addr, v, &mut self.cart);
+            }
             0x4014 => self.oam_dma = Some(v),
             0x4016 => self.pads.write_strobe(v),
             0x4000..=0x4017 => self.apu.write(addr, v),
             0x4018..=0x401f => {}
-            _ => self.cart.cpu_write(addr, v, self.cycles),
+            _ => {
+                // A mapper register can switch CHR banks or mirroring under the PPU.
+                if addr >= 0x8000 {
+                    self.catch_up_for_access();
+                }
+                self.cart.cpu_write(addr, v, self.cycles);
+            }
         }
     }
 
@@ -121,6 +176,7 @@ impl Bus {
             let v = self.read_mem(base | i);
             self.open_bus = v;
             self.tick();
+            self.catch_up_for_access();
             self.ppu.cpu_write(0x2004, v, &mut self.cart);
         }
     }
@@ -168,6 +224,13 @@ impl CpuBus for Bus {
         }
         self.service_dmc_dma();
         self.tick();
+        if addr >= 0x8000 {
+            // PRG ROM: most reads (opcodes, operands), inline (perf-notes #16).
+            let v = self.cart.prg_read(addr);
+            self.finish_cycle();
+            self.open_bus = v;
+            return v;
+        }
         let v = self.read_mem(addr);
         self.finish_cycle();
         // $4015 is read inside the CPU: the external data bus keeps its old value.
@@ -226,6 +289,8 @@ impl Snapshot for Bus {
         self.cart.load(r)?;
         self.ppu.load(r)?;
         self.apu.load(r)?;
+        self.ppu_owed = 0;
+        self.ppu_budget = 0;
         Ok(())
     }
 }

@@ -346,14 +346,19 @@ impl Cart {
     #[inline]
     pub fn cpu_read(&self, addr: u16) -> Option<u8> {
         if addr >= 0x8000 {
-            let slot = ((addr >> 13) & 3) as usize;
-            let off = self.prg_map[slot] as usize + (addr as usize & 0x1fff);
-            Some(self.prg_rom[off])
+            Some(self.prg_read(addr))
         } else if addr >= 0x6000 && self.prg_ram_size > 0 && self.prg_ram_enabled {
             Some(self.prg_ram[(addr as usize - 0x6000) % self.prg_ram_size])
         } else {
             None
         }
+    }
+
+    /// CPU read of $8000-$FFFF (always PRG ROM).
+    #[inline(always)]
+    pub(crate) fn prg_read(&self, addr: u16) -> u8 {
+        let slot = ((addr >> 13) & 3) as usize;
+        self.prg_rom[self.prg_map[slot] as usize + (addr as usize & 0x1fff)]
     }
 
     /// CPU write of $4020-$FFFF. `cycle` is the CPU cycle count (MMC1 needs it).
@@ -405,6 +410,13 @@ impl Cart {
         if self.kind == MapperKind::Mmc3 {
             mapper::m004_mmc3::watch_a12(self, addr, dot);
         }
+    }
+
+    /// Whether the board watches the PPU address bus (MMC3's A12 counter): then every
+    /// rendering fetch must really happen, on its dot.
+    #[inline(always)]
+    pub(crate) fn watches_ppu_bus(&self) -> bool {
+        self.kind == MapperKind::Mmc3
     }
 
     /// The board's IRQ output (active high here; the CPU line is the OR of all sources).

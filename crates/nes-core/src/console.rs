@@ -12,6 +12,11 @@ use crate::cpu::{Cpu, Fault};
 use crate::ppu::{HEIGHT, WIDTH};
 use crate::state::{fnv1a, Snapshot, StateError, StateReader, StateWriter};
 
+/// A frame is at most 29,781 CPU cycles, so fewer than 15,000 steps; a console that runs four
+/// times that without reaching vertical blank can only be in an impossible state. The frame loop
+/// (here and in the CUDA kernel) then halts it instead of spinning forever.
+pub const MAX_STEPS_PER_FRAME: u32 = 60_000;
+
 /// Bumped whenever the saved fields change; older states are refused.
 pub const STATE_VERSION: u32 = 1;
 const STATE_MAGIC: &[u8; 8] = b"NESLEST\0";
@@ -54,14 +59,23 @@ impl Console {
     #[inline]
     pub fn step(&mut self) {
         self.cpu.step(&mut self.bus);
+        self.bus.catch_up_ppu();
     }
 
-    /// Runs until the PPU enters vertical blank, i.e. one whole frame.
+    /// Runs until the PPU enters vertical blank, i.e. one whole frame. A console that cannot
+    /// get there (see [`MAX_STEPS_PER_FRAME`]) is halted with [`Fault::Stalled`].
     pub fn run_frame(&mut self) {
         self.bus.ppu.frame_complete = false;
+        let mut steps = 0u32;
         while !self.bus.ppu.frame_complete {
             self.cpu.step(&mut self.bus);
+            steps += 1;
+            if steps > MAX_STEPS_PER_FRAME {
+                self.cpu.fault = Some(Fault::Stalled { pc: self.cpu.pc });
+                break;
+            }
         }
+        self.bus.catch_up_ppu();
         self.bus.ppu.frame_complete = false;
     }
 

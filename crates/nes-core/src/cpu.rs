@@ -45,12 +45,18 @@ const IRQ_VECTOR: u16 = 0xfffe;
 pub enum Fault {
     /// A JAM/KIL opcode locked the CPU; only a reset recovers.
     Jam { opcode: u8, pc: u16 },
+    /// A frame did not reach vertical blank within `console::MAX_STEPS_PER_FRAME` steps, which
+    /// no valid console state can do: the frame loop halts the console instead of hanging.
+    Stalled { pc: u16 },
 }
 
 impl core::fmt::Display for Fault {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Fault::Jam { opcode, pc } => write!(f, "CPU halted by JAM opcode ${opcode:02X} at ${pc:04X}"),
+            Fault::Stalled { pc } => {
+                write!(f, "console halted: a frame never reached vertical blank (impossible state, PC ${pc:04X})")
+            }
         }
     }
 }
@@ -817,6 +823,11 @@ impl Snapshot for Cpu {
                 w.u8(opcode);
                 w.u16(pc);
             }
+            Some(Fault::Stalled { pc }) => {
+                w.u8(2);
+                w.u8(0);
+                w.u16(pc);
+            }
         }
         w.bool(self.decimal_mode);
         w.bool(self.nmi_prev_line);
@@ -844,6 +855,7 @@ impl Snapshot for Cpu {
         self.fault = match tag {
             0 => None,
             1 => Some(Fault::Jam { opcode, pc }),
+            2 => Some(Fault::Stalled { pc }),
             _ => return Err(StateError::BadField("cpu.fault")),
         };
         self.decimal_mode = r.bool()?;

@@ -167,7 +167,8 @@ flat_state! {
     cpu_y: u8,
     cpu_s: u8,
     cpu_p: u8,
-    /// 0 running, 1 halted by a JAM opcode (`cpu_fault_opcode` at `cpu_fault_pc`).
+    /// 0 running, 1 halted by a JAM opcode (`cpu_fault_opcode` at `cpu_fault_pc`), 2 halted
+    /// because a frame never reached vertical blank (an impossible state).
     cpu_fault: u8,
     cpu_fault_opcode: u8,
     cpu_decimal_mode: u8,

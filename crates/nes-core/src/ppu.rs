@@ -32,7 +32,15 @@
 //! at pre-render dot 0, one dot before VBL (ppu_sprite_hit 09, ppu_sprite_overflow 03); the
 //! odd-frame skip is decided from PPUMASK as of pre-render dot 338 (ppu_vbl_nmi 10).
 //!
-//! Integer-only, fixed arrays, no heap, no trait objects: the CUDA kernel mirrors this code.
+//! Batches: the bus runs the PPU lazily (see `bus.rs`), so most dots arrive in batches
+//! ([`Ppu::run`]) that nothing outside the PPU can look into. A batch takes whole tiles,
+//! sprite-fetch slots, horizontal blanks and idle lines at once (`render.rs`), each exactly
+//! equal to ticking its dots one by one (pinned by `running_dots_in_batches_matches_ticking_
+//! them_one_by_one`); everything else still goes through [`Ppu::tick`]. Boards that watch the
+//! PPU address bus (MMC3) never take the paths that skip fetches.
+//!
+//! Integer-only, fixed arrays, no heap, no trait objects: the CUDA kernel mirrors this code
+//! (its results, not the batching: the kernel still runs dot by dot).
 
 mod render;
 #[cfg(test)]
@@ -327,6 +335,90 @@ impl Ppu {
             if self.rendering() {
                 self.render_dot(cart);
             }
+        }
+    }
+
+    /// Advances `n` dots, exactly as `n` calls of [`Ppu::tick`] would; the bus's lazy
+    /// catch-up. Nothing outside the PPU looks in between, so spans without per-dot events run
+    /// in bulk: whole background tiles of rendering lines (dots 9-256 and 321-336,
+    /// `render::render_tile`; the first tile holds the pre-render line's dot 0/1 events),
+    /// whole sprite-fetch slots (257-320, `render::sprite_slot`), and the idle lines 240-260.
+    pub fn run(&mut self, mut n: u32, cart: &mut Cart) {
+        while n > 0 {
+            if n >= 8 && self.dot & 7 == 0 && self.rendering() && self.on_render_line() {
+                let d = self.dot;
+                if (d == 0 && self.scanline < 240 && n >= 256 || d == 8 && self.scanline == PRERENDER_LINE && n >= 248)
+                    && !self.line_draws()
+                    && !cart.watches_ppu_bus()
+                {
+                    n -= 256 - d as u32;
+                    self.line_fast(cart);
+                    continue;
+                }
+                if d == 64 && n >= 192 && self.scanline < 240 {
+                    // Dots 65-256: evaluate the next line's sprites at once, then the tiles.
+                    self.sprite_eval_line();
+                    for _ in 0..24 {
+                        self.render_tile::<false>(cart);
+                    }
+                    n -= 192;
+                    continue;
+                }
+                if d.wrapping_sub(8) <= 240
+                    || d.wrapping_sub(320) <= 8
+                    || (d == 0 && self.scanline < 240)
+                {
+                    self.render_tile::<true>(cart);
+                    n -= 8;
+                    continue;
+                }
+                if d == 256 && n >= 85 && self.scanline < 240 && !cart.watches_ppu_bus() {
+                    self.hblank_fast(cart);
+                    n -= 85;
+                    continue;
+                }
+                if d.wrapping_sub(256) <= 56 {
+                    self.sprite_slot(cart);
+                    n -= 8;
+                    continue;
+                }
+                if d == 336 && self.scanline < 240 {
+                    self.line_tail(cart);
+                    n -= 5;
+                    continue;
+                }
+            }
+            if self.scanline.wrapping_sub(240) <= 20
+                && self.dot < 340
+                && (self.scanline != VBLANK_LINE || self.dot != 0)
+            {
+                // Lines 240-260 do nothing but set VBL at 241/1: skip to the line's last dot.
+                let k = n.min((340 - self.dot) as u32);
+                self.dot += k as u16;
+                self.dot_clock += k as u64;
+                n -= k;
+                continue;
+            }
+            self.tick(cart);
+            n -= 1;
+        }
+    }
+
+    /// Dots from now until the next dot on which the NMI line can change by itself (VBL set
+    /// at 241/1, cleared at 261/1). Never late: across the odd-frame skip it assumes the
+    /// skip, so it may be one dot early, and the bus then simply asks again.
+    pub(crate) fn dots_to_nmi_event(&self) -> u32 {
+        const LINE: u32 = DOTS_PER_LINE as u32;
+        const SET: u32 = VBLANK_LINE as u32 * LINE + 1;
+        const CLEAR: u32 = PRERENDER_LINE as u32 * LINE + 1;
+        const FRAME: u32 = LINES_PER_FRAME as u32 * LINE;
+        let pos = self.scanline as u32 * LINE + self.dot as u32;
+        if pos < SET {
+            SET - pos
+        } else if pos < CLEAR {
+            CLEAR - pos
+        } else {
+            FRAME - 1 - pos + SET
         }
     }
 

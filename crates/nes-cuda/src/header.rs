@@ -27,6 +27,12 @@ pub fn flat_state_h() -> String {
     }
     s.push_str("};\n\n");
     let _ = writeln!(s, "#define NESLE_FLAT_STATE_SIZE {FLAT_STATE_SIZE}");
+    let _ = writeln!(
+        s,
+        "// nes-core console::MAX_STEPS_PER_FRAME: the frame loop's guard against impossible states.\n\
+         #define NES_MAX_STEPS_PER_FRAME {}u",
+        nes_core::console::MAX_STEPS_PER_FRAME
+    );
     let _ = writeln!(s, "static_assert(sizeof(FlatState) == {FLAT_STATE_SIZE}, \"FlatState size differs from Rust\");");
     for &(name, ctype, _, offset) in FIELDS {
         let _ = elem_size(ctype);

@@ -13,6 +13,11 @@
 //!   fetches (MMC3 clocks never depend on them, but some boards do).
 //!
 //! A fetch is issued on the first of its two dots (when the address goes on the bus).
+//!
+//! `render_dot` is the reference, one dot at a time. The batch paths below (`render_tile`,
+//! `sprite_slot`, `line_fast`, `hblank_fast`, `sprite_eval_line`) do the same work for a run
+//! of dots inside one [`Ppu::run`], reordered only where no state another part reads in
+//! between is touched; the unit tests compare them against `tick` dot for dot.
 
 use super::*;
 
@@ -69,6 +74,214 @@ impl Ppu {
                 let _ = cart.ppu_read_nt(0x2000 | (self.v & 0x0fff), self.dot_clock);
             }
         }
+    }
+
+    /// Dots `dot+1 ..= dot+8` at once, the 8 dots of one background tile (dot+1 is 9, 17, ...,
+    /// 249, or the prefetch tiles 321 and 329) on a rendering line: the same work as 8
+    /// `render_dot`s, reordered where nothing can tell. The tile's four fetches only fill latches, which nothing reads before the next
+    /// tile's reload, so they run first (each with its own dot's clock, for A12-watching
+    /// boards); pixel composition and sprite evaluation then run per dot only when they have
+    /// something to do.
+    pub(super) fn render_tile<const EVAL: bool>(&mut self, cart: &mut Cart) {
+        let d0 = self.dot + 1;
+        let clock = self.dot_clock + 1;
+        let visible = self.scanline < 240 && d0 < 256;
+        // Dot d0: shift (not on 1 or 321), then the fetch step reloads the shifters (not on
+        // 1). Pixel d0-1 is drawn between the two, but both only touch bits the pixel does not
+        // read (see `draw_tile`), so the tile's 8 pixels are composed after them.
+        if d0 != 321 && d0 != 1 {
+            self.shift_bg();
+        }
+        if d0 != 1 {
+            self.reload_bg();
+        }
+        // Without pixel output a pixel matters only for sprite 0 hit, which needs sprite unit
+        // 0 (the only one tagged as sprite 0) under one of this tile's pixels d0-1 ..= d0+6.
+        let draw = visible
+            && (self.render_pixels
+                || (self.spr_zero
+                    && self.status & STATUS_SPRITE0 == 0
+                    && self.mask & (MASK_BG | MASK_SPRITE) == (MASK_BG | MASK_SPRITE)
+                    && (self.spr_x[0] as u16) <= d0 + 6
+                    && d0 - 1 <= self.spr_x[0] as u16 + 7));
+        if draw {
+            self.draw_tile(d0 - 1);
+        }
+        // Fetches of dots d0, d0+2, d0+4, d0+6 (v and the nametable latch are fixed until
+        // the coarse X increment on d0+7).
+        self.nt_latch = cart.ppu_read_nt(0x2000 | (self.v & 0x0fff), clock);
+        let v = self.v;
+        let addr = 0x23c0 | (v & 0x0c00) | ((v >> 4) & 0x38) | ((v >> 2) & 0x07);
+        let byte = cart.ppu_read_nt(addr, clock + 2);
+        self.at_latch = (byte >> (((v >> 4) & 4) | (v & 2))) & 3;
+        let pat = self.bg_pattern_addr();
+        self.pat_lo_latch = cart.ppu_read_chr(pat, clock + 4);
+        self.pat_hi_latch = cart.ppu_read_chr(pat + 8, clock + 6);
+        self.bg_lo <<= 7;
+        self.bg_hi <<= 7;
+        self.at_lo <<= 7;
+        self.at_hi <<= 7;
+        // Sprite evaluation touches nothing the pixels or fetches use: it runs on its own.
+        if visible && EVAL {
+            if d0 + 7 <= 64 {
+                // Secondary OAM clear: $FF into the buffer every dot, 4 bytes per tile.
+                self.eval_buffer = 0xff;
+                let k = (d0 >> 3) as usize * 4;
+                self.sec_oam[k..k + 4].fill(0xff);
+            } else {
+                for d in d0..d0 + 8 {
+                    self.sprite_eval(d);
+                }
+            }
+        }
+        self.increment_x();
+        if d0 + 7 == 256 {
+            self.increment_y();
+        }
+        self.dot = d0 + 7;
+        self.dot_clock = clock + 7;
+    }
+
+    /// Dots `dot+1 ..= dot+8` at once, one sprite-fetch slot (dot+1 is 257, 265, ..., 313):
+    /// the same work as 8 `render_dot`s. Each fetch still runs with its own dot's clock.
+    pub(super) fn sprite_slot(&mut self, cart: &mut Cart) {
+        let d0 = self.dot + 1;
+        let clock = self.dot_clock + 1;
+        let visible = self.scanline < 240;
+        if d0 == 257 {
+            self.v = (self.v & !0x041f) | (self.t & 0x041f);
+            self.spr_line_dirty = true;
+            if visible {
+                self.spr_count = self.eval_count;
+                self.spr_zero = self.eval_sprite0;
+            } else {
+                self.spr_count = 0;
+                self.spr_zero = false;
+            }
+        }
+        self.oam_addr = 0;
+        // Pre-render line: vertical scroll copied from t on every dot 280-304 (idempotent).
+        let vcopy = !visible && d0 + 7 >= 280 && d0 <= 304;
+        if vcopy && d0 >= 280 {
+            self.v = (self.v & !0x7be0) | (self.t & 0x7be0);
+        }
+        // Garbage nametable fetches at +0 and +2 (they matter only to A12-watching boards).
+        let _ = cart.ppu_read_nt(0x2000 | (self.v & 0x0fff), clock);
+        let _ = cart.ppu_read_nt(0x2000 | (self.v & 0x0fff), clock + 2);
+        // Pattern low at +4, high at +6: the same address computation as `sprite_fetch`.
+        let slot = ((d0 - 257) >> 3) as usize;
+        let y = self.sec_oam[slot * 4];
+        let attr = self.sec_oam[slot * 4 + 2];
+        let used = (slot as u8) < self.spr_count;
+        let tile = if used { self.sec_oam[slot * 4 + 1] } else { 0xff };
+        let addr = self.sprite_pattern_addr(tile, attr, y, used);
+        let mut lo = cart.ppu_read_chr(addr, clock + 4);
+        let mut hi = cart.ppu_read_chr(addr + 8, clock + 6);
+        if !used {
+            lo = 0;
+            hi = 0;
+        } else if attr & 0x40 != 0 {
+            lo = lo.reverse_bits();
+            hi = hi.reverse_bits();
+        }
+        self.spr_line_dirty = true;
+        self.spr_lo[slot] = lo;
+        self.spr_attr[slot] = attr;
+        self.spr_x[slot] = self.sec_oam[slot * 4 + 3];
+        self.spr_hi[slot] = hi;
+        if vcopy {
+            self.v = (self.v & !0x7be0) | (self.t & 0x7be0);
+        }
+        self.dot = d0 + 7;
+        self.dot_clock = clock + 7;
+    }
+
+    /// Whether any pixel of this line can still matter: output is on, or sprite 0 may hit.
+    #[inline(always)]
+    pub(super) fn line_draws(&self) -> bool {
+        self.render_pixels
+            || (self.spr_zero
+                && self.status & STATUS_SPRITE0 == 0
+                && self.mask & (MASK_BG | MASK_SPRITE) == (MASK_BG | MASK_SPRITE))
+    }
+
+    /// Dots `dot+1 ..= 256` of a rendering line (from dot 0 of a visible line, or dot 8 of the
+    /// pre-render line) when no pixel of it matters (`!line_draws()`) and no board watches the
+    /// PPU bus. The tiles before 233 then leave nothing behind but coarse X: every byte they
+    /// fetch is overwritten in the latches by tile 249 and shifted out of the 16-bit shifters
+    /// by dot 256 (tiles 233 and 241 are what the shifters hold there), so only the last three
+    /// tiles run.
+    pub(super) fn line_fast(&mut self, cart: &mut Cart) {
+        if self.scanline < 240 {
+            // Dots 1-64 fill secondary OAM with $FF, then 65-256 evaluate the next line.
+            self.sec_oam = [0xff; 32];
+            self.eval_buffer = 0xff;
+            self.sprite_eval_line();
+        }
+        let skipped = 232 - self.dot;
+        // One coarse X increment per skipped tile (fewer than 32: at most one wrap).
+        let x = (self.v & 0x1f) + skipped / 8;
+        if x >= 32 {
+            self.v ^= 0x0400;
+        }
+        self.v = (self.v & !0x1f) | (x & 0x1f);
+        self.dot = 232;
+        self.dot_clock += skipped as u64;
+        for _ in 0..3 {
+            self.render_tile::<false>(cart);
+        }
+    }
+
+    /// Dots 257-340 of a visible line and dot 0 of the next, at once, when no board watches
+    /// the PPU bus: then the garbage nametable fetches and the pattern fetches of empty sprite
+    /// slots (tile $FF, loaded as transparent) have no effect, and only used slots read CHR.
+    pub(super) fn hblank_fast(&mut self, cart: &mut Cart) {
+        self.v = (self.v & !0x041f) | (self.t & 0x041f);
+        self.spr_line_dirty = true;
+        self.spr_count = self.eval_count;
+        self.spr_zero = self.eval_sprite0;
+        self.oam_addr = 0;
+        for slot in 0..8 {
+            let y = self.sec_oam[slot * 4];
+            let attr = self.sec_oam[slot * 4 + 2];
+            self.spr_attr[slot] = attr;
+            self.spr_x[slot] = self.sec_oam[slot * 4 + 3];
+            if slot < self.spr_count as usize {
+                let tile = self.sec_oam[slot * 4 + 1];
+                let addr = self.sprite_pattern_addr(tile, attr, y, true);
+                let clock = self.dot_clock + 5 + slot as u64 * 8;
+                let mut lo = cart.ppu_read_chr(addr, clock);
+                let mut hi = cart.ppu_read_chr(addr + 8, clock + 2);
+                if attr & 0x40 != 0 {
+                    lo = lo.reverse_bits();
+                    hi = hi.reverse_bits();
+                }
+                self.spr_lo[slot] = lo;
+                self.spr_hi[slot] = hi;
+            } else {
+                self.spr_lo[slot] = 0;
+                self.spr_hi[slot] = 0;
+            }
+        }
+        self.dot = 320;
+        self.dot_clock += 64;
+        self.render_tile::<false>(cart);
+        self.render_tile::<false>(cart);
+        self.line_tail(cart);
+    }
+
+    /// Dots 337-340 of a visible line and dot 0 of the next (5 dots): the last shift and
+    /// reload, two garbage nametable fetches, and the move to the next line (never a new
+    /// frame: only the pre-render line ends one).
+    pub(super) fn line_tail(&mut self, cart: &mut Cart) {
+        let clock = self.dot_clock + 1;
+        self.shift_bg();
+        self.reload_bg();
+        let _ = cart.ppu_read_nt(0x2000 | (self.v & 0x0fff), clock);
+        let _ = cart.ppu_read_nt(0x2000 | (self.v & 0x0fff), clock + 2);
+        self.dot = 0;
+        self.scanline += 1;
+        self.dot_clock = clock + 4;
     }
 
     /// Background fetch step of dots 1-256 and 321-336.
@@ -136,7 +349,7 @@ impl Ppu {
     /// increments the byte index `m` along with the sprite index `n`, so it reads tiles,
     /// attributes and X positions as Y coordinates (the "diagonal" overflow scan).
     #[inline]
-    fn sprite_eval(&mut self, d: u16) {
+    pub(super) fn sprite_eval(&mut self, d: u16) {
         if d <= 64 {
             self.eval_buffer = 0xff;
             if d & 1 == 0 {
@@ -161,6 +374,123 @@ impl Ppu {
             if d == 256 {
                 self.eval_count = (self.eval_sec_addr >> 2).min(8);
             }
+        }
+    }
+
+    /// Sprite evaluation of dots 65-256 of a visible line at once: the same state machine as
+    /// 192 `sprite_eval` calls, one iteration per read/write pair, in locals. Once the scan
+    /// is done the remaining pairs only move `n` on and re-read, so they are computed in
+    /// closed form.
+    pub(super) fn sprite_eval_line(&mut self) {
+        let height: i32 = if self.ctrl & CTRL_SPRITE_16 != 0 { 16 } else { 8 };
+        let line = self.scanline as i32;
+        let mut oam_addr = self.oam_addr;
+        let mut n = oam_addr >> 2;
+        let mut m = oam_addr & 3;
+        let mut sec_addr = 0u8;
+        let mut in_range = false;
+        let mut done = false;
+        let mut overflow_count = 0u8;
+        let mut sprite0 = false;
+        let mut overflow = false;
+        let mut buffer = 0u8;
+        let mut pair = 0u32;
+        while pair < 96 {
+            if done {
+                // Each remaining pair: read OAM at (n, m), then n += 1.
+                let r = 96 - pair;
+                let last_n = (n as u32 + r - 1) as u8 & 63;
+                n = (n as u32 + r) as u8 & 63;
+                buffer = if sec_addr >= 32 {
+                    self.sec_oam[(sec_addr & 31) as usize]
+                } else {
+                    self.oam[((last_n << 2) | (m & 3)) as usize]
+                };
+                oam_addr = (n << 2) | (m & 3);
+                break;
+            }
+            if !in_range && sec_addr < 32 && m == 0 {
+                // A run of out-of-range sprites: each pair reads Y at (n, 0), writes it to
+                // secondary OAM (without advancing), and moves n on.
+                let start = n as u32;
+                let limit = (start + (96 - pair)).min(64);
+                let k = start
+                    + self.oam[(start * 4) as usize..(limit * 4) as usize]
+                        .chunks_exact(4)
+                        .position(|s| ((line - s[0] as i32) as u32) < height as u32)
+                        .unwrap_or((limit - start) as usize) as u32;
+                if k > start {
+                    buffer = self.oam[((k - 1) * 4) as usize];
+                    self.sec_oam[sec_addr as usize] = buffer;
+                    pair += k - start;
+                    n = k as u8 & 63;
+                    done = n == 0;
+                    oam_addr = n << 2;
+                    continue;
+                }
+            }
+            buffer = self.oam[oam_addr as usize];
+            if !in_range {
+                let row = line - buffer as i32;
+                in_range = row >= 0 && row < height;
+            }
+            if sec_addr < 32 {
+                self.sec_oam[sec_addr as usize] = buffer;
+                if in_range {
+                    m += 1;
+                    sec_addr += 1;
+                    if n == 0 {
+                        sprite0 = true;
+                    }
+                    if sec_addr & 3 == 0 {
+                        in_range = false;
+                        m = 0;
+                        n = (n + 1) & 63;
+                        done = n == 0;
+                    }
+                } else {
+                    n = (n + 1) & 63;
+                    done = n == 0;
+                }
+            } else {
+                buffer = self.sec_oam[(sec_addr & 31) as usize];
+                if in_range {
+                    overflow = true;
+                    m += 1;
+                    if m == 4 {
+                        n = (n + 1) & 63;
+                        m = 0;
+                    }
+                    if overflow_count == 0 {
+                        overflow_count = 3;
+                    } else {
+                        overflow_count -= 1;
+                        if overflow_count == 0 {
+                            done = true;
+                            m = 0;
+                        }
+                    }
+                } else {
+                    n = (n + 1) & 63;
+                    m = (m + 1) & 3;
+                    done = n == 0;
+                }
+            }
+            oam_addr = (n << 2) | (m & 3);
+            pair += 1;
+        }
+        self.oam_addr = oam_addr;
+        self.eval_buffer = buffer;
+        self.eval_sec_addr = sec_addr;
+        self.eval_n = n;
+        self.eval_m = m;
+        self.eval_in_range = in_range;
+        self.eval_done = done;
+        self.eval_overflow_count = overflow_count;
+        self.eval_sprite0 = sprite0;
+        self.eval_count = (sec_addr >> 2).min(8);
+        if overflow {
+            self.status |= STATUS_OVERFLOW;
         }
     }
 
@@ -253,23 +583,7 @@ impl Ppu {
                 let attr = self.sec_oam[slot * 4 + 2];
                 let used = (slot as u8) < self.spr_count;
                 let tile = if used { self.sec_oam[slot * 4 + 1] } else { 0xff };
-                let mut row = (self.scanline as u8).wrapping_sub(y) as u16;
-                let addr = if self.ctrl & CTRL_SPRITE_16 != 0 {
-                    row &= 15;
-                    if attr & 0x80 != 0 && used {
-                        row = 15 - row;
-                    }
-                    let table = (tile as u16 & 1) << 12;
-                    let t = (tile as u16 & 0xfe) | (row >> 3);
-                    table | (t << 4) | (row & 7)
-                } else {
-                    row &= 7;
-                    if attr & 0x80 != 0 && used {
-                        row = 7 - row;
-                    }
-                    let table = if self.ctrl & CTRL_SPRITE_TABLE != 0 { 0x1000 } else { 0 };
-                    table | ((tile as u16) << 4) | row
-                };
+                let addr = self.sprite_pattern_addr(tile, attr, y, used);
                 let addr = if step == 6 { addr + 8 } else { addr };
                 let mut bits = cart.ppu_read_chr(addr, self.dot_clock);
                 if !used {
@@ -287,6 +601,29 @@ impl Ppu {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Pattern address (low plane) of a sprite row on the current line; empty slots fetch
+    /// tile $FF.
+    #[inline(always)]
+    fn sprite_pattern_addr(&self, tile: u8, attr: u8, y: u8, used: bool) -> u16 {
+        let mut row = (self.scanline as u8).wrapping_sub(y) as u16;
+        if self.ctrl & CTRL_SPRITE_16 != 0 {
+            row &= 15;
+            if attr & 0x80 != 0 && used {
+                row = 15 - row;
+            }
+            let table = (tile as u16 & 1) << 12;
+            let t = (tile as u16 & 0xfe) | (row >> 3);
+            table | (t << 4) | (row & 7)
+        } else {
+            row &= 7;
+            if attr & 0x80 != 0 && used {
+                row = 7 - row;
+            }
+            let table = if self.ctrl & CTRL_SPRITE_TABLE != 0 { 0x1000 } else { 0 };
+            table | ((tile as u16) << 4) | row
         }
     }
 
@@ -335,6 +672,54 @@ impl Ppu {
         let grey = 0x3f & !((mask & MASK_GREY) * 0x0f);
         self.pixels[self.scanline as usize * WIDTH + x as usize] =
             self.palette[index as usize] & grey;
+    }
+
+    /// The 8 pixels `x0 ..= x0+7` of a tile, from the shifters as they are after the tile's
+    /// first dot (shift, then reload): the dot `x0+1+i` pixel is bit `15 - fine_x - i` of
+    /// each register, since the 7 shifts still to come move that bit to `15 - fine_x`. The
+    /// same composition as `draw_pixel`, once per tile. A sprite 0 hit sets the flag on its
+    /// own pixel; setting it again later in the tile changes nothing.
+    fn draw_tile(&mut self, x0: u16) {
+        let mask = self.mask;
+        let sh = 8 - self.x as u32;
+        let plo = (self.bg_lo as u32) >> sh;
+        let phi = (self.bg_hi as u32) >> sh;
+        let alo = (self.at_lo as u32) >> sh;
+        let ahi = (self.at_hi as u32) >> sh;
+        let show_spr = mask & MASK_SPRITE != 0;
+        if show_spr && self.spr_line_dirty {
+            self.build_sprite_line();
+        }
+        let grey = 0x3f & !((mask & MASK_GREY) * 0x0f);
+        let row = self.scanline as usize * WIDTH;
+        for i in 0..8u32 {
+            let x = x0 as usize + i as usize;
+            let bit = 7 - i;
+            let left = x < 8;
+            let mut bg = 0u8;
+            if mask & MASK_BG != 0 && (!left || mask & MASK_BG_LEFT != 0) {
+                let p = (((phi >> bit) & 1) << 1) | ((plo >> bit) & 1);
+                if p != 0 {
+                    let a = (((ahi >> bit) & 1) << 1) | ((alo >> bit) & 1);
+                    bg = ((a << 2) | p) as u8;
+                }
+            }
+            let mut spr = 0u8;
+            if show_spr && (!left || mask & MASK_SPRITE_LEFT != 0) {
+                spr = self.spr_line[x];
+                if spr & SPR_LINE_ZERO != 0 && bg != 0 && x != 255 {
+                    self.status |= STATUS_SPRITE0;
+                }
+            }
+            if self.render_pixels {
+                let index = if spr != 0 && (bg == 0 || spr & SPR_LINE_BEHIND == 0) {
+                    0x10 | (spr & 0x0f)
+                } else {
+                    bg
+                };
+                self.pixels[row + x] = self.palette[index as usize] & grey;
+            }
+        }
     }
 
     /// Flattens the 8 sprite units into one entry per x: the first opaque sprite's pixel

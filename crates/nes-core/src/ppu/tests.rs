@@ -535,3 +535,97 @@ fn reset_clears_ctrl_mask_and_w_and_blocks_writes_until_pre_render() {
     ppu.cpu_write(0x2000, 0x80, &mut cart);
     assert_eq!(ppu.ctrl, 0);
 }
+
+/// A small xorshift generator for the batch-versus-dot comparisons below.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 16) as u32
+    }
+}
+
+fn saved(ppu: &Ppu) -> alloc::vec::Vec<u8> {
+    let mut buf = alloc::vec![0u8; 1024];
+    let mut w = StateWriter::new(&mut buf);
+    ppu.save(&mut w);
+    let len = w.len();
+    buf.truncate(len);
+    buf
+}
+
+#[test]
+fn evaluating_a_whole_line_at_once_matches_192_single_dots() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for case in 0..4000 {
+        let mut ppu = Ppu::new();
+        ppu.scanline = (rng.next() % 240) as u16;
+        ppu.ctrl = if rng.next() & 1 != 0 { CTRL_SPRITE_16 } else { 0 };
+        // Y bytes near the line, so that 0 to ~20 sprites are in range (overflow, the
+        // diagonal scan); every byte may be read as a Y by the buggy scan.
+        let spread = 1 + rng.next() % 120;
+        for b in ppu.oam.iter_mut() {
+            *b = (ppu.scanline as u32 + 256 - 16 + rng.next() % spread) as u8;
+        }
+        ppu.oam_addr = if case % 4 == 0 { rng.next() as u8 } else { (rng.next() as u8) & !3 & 0x0f };
+        ppu.status = (rng.next() as u8) & 0xe0;
+        ppu.sec_oam = [0xff; 32];
+        let mut dots = ppu.clone();
+        for d in 65..=256 {
+            dots.sprite_eval(d);
+        }
+        ppu.sprite_eval_line();
+        assert_eq!(saved(&ppu), saved(&dots), "case {case}: line {} oamaddr {}", ppu.scanline, dots.oam_addr);
+    }
+}
+
+#[test]
+fn running_dots_in_batches_matches_ticking_them_one_by_one() {
+    // Random patterns, nametables, palette, OAM and scroll; rendering masks with and without
+    // sprites, left columns and background; pixels on and off. One PPU ticks, the other runs
+    // batches of random length (the bus's catch-up); all saved state and pixels must agree
+    // at every batch end.
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for case in 0..12 {
+        let (mut ppu, mut cart) = warm();
+        for a in 0..0x2000u16 {
+            let v = if rng.next() % 3 == 0 { 0 } else { rng.next() as u8 };
+            cart.ppu_write(a, v, 0);
+        }
+        for a in 0x2000..0x2800u16 {
+            cart.ppu_write(a, rng.next() as u8, 0);
+        }
+        for i in 0..32 {
+            ppu.palette[i] = rng.next() as u8 & 0x3f;
+        }
+        for i in 0..256 {
+            ppu.oam[i] = rng.next() as u8;
+        }
+        // A few sprites (sprite 0 included) clustered on some lines for overflow and hits.
+        for s in 0..24 {
+            ppu.oam[s * 4] = (40 + (rng.next() % 40)) as u8;
+        }
+        const MASKS: [u8; 6] = [0x1e, 0x18, 0x08, 0x10, 0x1a, 0x16];
+        ppu.mask = MASKS[case % MASKS.len()];
+        ppu.ctrl = (rng.next() as u8) & (CTRL_SPRITE_16 | CTRL_BG_TABLE | CTRL_SPRITE_TABLE);
+        ppu.t = rng.next() as u16 & 0x7fff;
+        ppu.x = rng.next() as u8 & 7;
+        ppu.render_pixels = case % 2 == 0;
+        let mut batched = ppu.clone();
+        let mut cart2 = cart.clone();
+        let mut left = 3 * 89_342u32;
+        while left > 0 {
+            let n = (1 + rng.next() % if rng.next() & 1 != 0 { 700 } else { 20 }).min(left);
+            for _ in 0..n {
+                ppu.tick(&mut cart);
+            }
+            batched.run(n, &mut cart2);
+            left -= n;
+            assert_eq!(saved(&batched), saved(&ppu), "case {case}: at line {} dot {}", ppu.scanline, ppu.dot);
+            assert!(batched.pixels[..] == ppu.pixels[..], "case {case}: pixels at line {}", ppu.scanline);
+        }
+    }
+}
