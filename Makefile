@@ -21,9 +21,11 @@ test-setup:
 	$(PYTHON) -m pip install -q $(NVCC_WHEELS)
 	$(PYTHON) -m nesle roms fetch smb tetris
 
-# The pinned CUDA compiler from PyPI (no GPU needed to compile); NESLE_REQUIRE_KERNELS=1 turns
+# The pinned CUDA compilers from PyPI (no GPU needed to compile: nvcc 13 for sm_75+, NVRTC 12.9
+# for sm_61/sm_70 and CUDA 12 drivers); NESLE_REQUIRE_KERNELS=1 turns
 # a kernel that fails to compile into a failed build.
-NVCC_WHEELS = nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96
+NVCC_WHEELS = nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96 \
+	nvidia-cuda-nvrtc-cu12==12.9.86
 
 test-rust:
 	cargo build -p nes-core --no-default-features

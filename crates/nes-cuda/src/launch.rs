@@ -1,7 +1,8 @@
 //! Every unsafe operation and every CUDA call of nes-cuda, each with its `// SAFETY:` note.
 //!
 //! Two back ends of the same kernel sources: the host-compiled C++ library (`nesle_host_*`,
-//! linked statically by build.rs) and the nvcc fatbin launched through cudarc.
+//! linked statically by build.rs) and the GPU images (nvcc fatbin, NVRTC 12 cubins and PTX,
+//! see `images.rs`) launched through cudarc.
 
 use crate::{FlatState, RomImage, PIXELS_PER_ENV};
 
@@ -67,7 +68,11 @@ pub(crate) fn host_cpu_step(state: &mut FlatState, rom: &RomImage) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The GPU: the nvcc fatbin, loaded and launched through cudarc (libcuda loaded at run time).
+// The GPU: the embedded kernel images, loaded and launched through cudarc (libcuda loaded at
+// run time).
+
+#[path = "images.rs"]
+mod images;
 
 use crate::Error;
 use cudarc::driver::{
@@ -75,9 +80,6 @@ use cudarc::driver::{
 };
 use nes_core::flat::FLAT_STATE_SIZE;
 use std::sync::Arc;
-
-/// The fatbin built by build.rs; empty when nvcc was missing.
-static FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/nesle.fatbin"));
 
 /// Threads per block. One console per thread; 128 keeps several blocks resident per SM while
 /// leaving the register allocator room (the step kernel is large). See docs/kernel-notes.md.
@@ -105,7 +107,66 @@ fn grid_of(n: usize, block: u32) -> LaunchConfig {
 
 /// Whether this build embeds GPU kernels.
 pub(crate) fn has_kernels() -> bool {
-    !FATBIN.is_empty()
+    images::EMBEDDED.iter().any(|im| !im.bytes.is_empty())
+}
+
+/// The driver's CUDA version as cuDriverGetVersion reports it (12040 = 12.4).
+fn driver_version() -> Result<i32, Error> {
+    let mut v = 0i32;
+    // SAFETY: cuDriverGetVersion writes one int through a valid pointer; libcuda was checked
+    // present by the caller (it needs no cuInit and no context).
+    let r = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) };
+    r.result().map_err(cuda)?;
+    Ok(v)
+}
+
+/// Loads the embedded image that fits this GPU: `NESLE_KERNEL_IMAGE` (fatbin, sm_61, compute_75,
+/// ...) if set, else the candidates of `images::candidates` in order until one loads.
+fn load_kernels(ctx: &Arc<CudaContext>) -> Result<Arc<cudarc::driver::CudaModule>, Error> {
+    let (major, minor) = ctx.compute_capability().map_err(cuda)?;
+    let cc = (major.max(0) as u32, minor.max(0) as u32);
+    let driver = driver_version()?;
+    let all = images::EMBEDDED;
+    let order = match std::env::var("NESLE_KERNEL_IMAGE") {
+        Ok(name) if !name.trim().is_empty() => match images::by_name(&name, all) {
+            Some(i) => vec![i],
+            None => {
+                return Err(Error::BadArgument(format!(
+                    "NESLE_KERNEL_IMAGE={name}: no such embedded image (this build has: {})",
+                    images::list(all)
+                )))
+            }
+        },
+        _ => images::candidates(cc, driver, all),
+    };
+    if order.is_empty() {
+        return Err(Error::NoDevice(format!(
+            "{} (compute capability {major}.{minor}, driver CUDA {}) is not supported by this build: \
+             it has kernels for {} (sm_61 and newer need the NVRTC 12 images: pip install \
+             nvidia-cuda-nvrtc-cu12==12.9.86 and rebuild)",
+            ctx.name().unwrap_or_else(|_| "this GPU".into()),
+            images::driver_string(driver),
+            images::list(all)
+        )));
+    }
+    let mut failures = Vec::new();
+    for i in order {
+        let im = &all[i];
+        let code = match im.kind {
+            // The driver wants PTX as NUL-terminated text; from_src adds the NUL.
+            images::Kind::Ptx(_) => cudarc::nvrtc::Ptx::from_src(String::from_utf8_lossy(im.bytes).into_owned()),
+            _ => cudarc::nvrtc::Ptx::from_binary(im.bytes.to_vec()),
+        };
+        match ctx.load_module(code) {
+            Ok(m) => return Ok(m),
+            Err(e) => failures.push(format!("{}: {e:?}", im.describe())),
+        }
+    }
+    Err(Error::Cuda(format!(
+        "loading the kernels failed on compute capability {major}.{minor} with driver CUDA {}: {}",
+        images::driver_string(driver),
+        failures.join("; ")
+    )))
 }
 
 /// A CUDA context, stream and the loaded kernels.
@@ -139,9 +200,7 @@ impl Gpu {
         }
         let ctx = CudaContext::new(device).map_err(cuda)?;
         let stream = ctx.default_stream();
-        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(FATBIN.to_vec())).map_err(|e| {
-            Error::Cuda(format!("loading the kernels failed ({e:?}): the fatbin has SASS for sm_75..sm_90 and PTX 9.0"))
-        })?;
+        let module = load_kernels(&ctx)?;
         let f = |name: &str| module.load_function(name).map_err(cuda);
         // NESLE_STEP_KERNEL picks another step entry point with the same signature (measurements:
         // `nesle_step_direct` is the step without the local mirror).
