@@ -3,7 +3,7 @@
 Kept in step with the module by tests/python/test_native_stub.py.
 """
 
-from typing import Any, Final
+from typing import Any, Final, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -13,6 +13,9 @@ __version__: Final[str]
 WIDTH: Final[int]
 HEIGHT: Final[int]
 RAM_SIZE: Final[int]
+
+#: A caller's array that an ``out=`` verb fills in place and returns.
+_Out = TypeVar("_Out")
 
 class RomError(ValueError):
     """The ROM file was refused: not iNES, truncated, or an unsupported mapper or size."""
@@ -27,6 +30,20 @@ class CpuBatch:
     """N NES consoles running one ROM on the CPU, stepped in lockstep on all cores.
 
     Every call that runs or copies consoles releases the GIL.
+
+    Arrays out, three ways. ``ram()``, ``pixels()``, ``rgb()`` and ``step_trace()`` return new
+    arrays. With ``out=`` they fill a caller's array in place instead and return it, allocating
+    nothing: a writable, C-contiguous uint8 array of exactly the verb's shape, such as one slice
+    of a rollout buffer; a NumPy array, a CPU tensor read through ``__dlpack__`` (torch), or any
+    buffer-protocol object. Anything else raises ``TypeError`` (not an array, not uint8) or
+    ``ValueError`` (wrong shape, not C-contiguous, read-only, not in host memory).
+
+    ``ram_view()`` and ``pixels_view()`` copy nothing at all: read-only NumPy views of buffers
+    the batch refreshes from its consoles at the end of every ``step``, ``step_trace``,
+    ``reset``, ``restore``, ``load_state`` and ``write_ram`` (RAM: 2 KiB per console, always;
+    pixels: 60 KiB per console, once ``pixels_view()`` has been called). A view's contents
+    change with the next such call, so copy what you keep, and don't read it from another thread
+    during one. A view keeps its memory alive after the batch is dropped.
     """
 
     def __new__(cls, rom: bytes, num_envs: int) -> CpuBatch:
@@ -47,11 +64,18 @@ class CpuBatch:
         ``frames`` outside 0..2**20.
         """
 
-    def step_trace(self, actions: npt.NDArray[np.uint8], frames: int) -> npt.NDArray[np.uint8]:
-        """Like ``step``, and return the work RAM after every frame: a new (frames, N, 2048)
-        uint8 array whose ``[f]`` is the batch's RAM after frame ``f``.
+    @overload
+    def step_trace(
+        self, actions: npt.NDArray[np.uint8], frames: int, *, out: None = None
+    ) -> npt.NDArray[np.uint8]: ...
+    @overload
+    def step_trace(self, actions: npt.NDArray[np.uint8], frames: int, *, out: _Out) -> _Out: ...
+    def step_trace(self, actions: npt.NDArray[np.uint8], frames: int, *, out: Any = None) -> Any:
+        """Like ``step``, and return the work RAM after every frame: a (frames, N, 2048) uint8
+        array whose ``[f]`` is the batch's RAM after frame ``f``; new, or ``out`` filled.
 
-        Raises like ``step``; ``ValueError`` for ``frames`` outside 1..1024.
+        Raises like ``step``; ``ValueError`` for ``frames`` outside 1..1024; for ``out`` as the
+        class doc says.
         """
 
     def write_ram(self, addr: int, value: int, mask: npt.NDArray[np.bool_] | None = None) -> None:
@@ -59,14 +83,38 @@ class CpuBatch:
         ``mask`` is true (all when None). Raises ``ValueError`` for an address or value out of
         range."""
 
-    def ram(self) -> npt.NDArray[np.uint8]:
-        """Work RAM of every console: a new (N, 2048) uint8 array."""
+    @overload
+    def ram(self, *, out: None = None) -> npt.NDArray[np.uint8]: ...
+    @overload
+    def ram(self, *, out: _Out) -> _Out: ...
+    def ram(self, *, out: Any = None) -> Any:
+        """Work RAM of every console: a (N, 2048) uint8 array, new or ``out`` filled."""
 
-    def pixels(self) -> npt.NDArray[np.uint8]:
-        """Last frame of every console as palette indices 0..63: a new (N, 240, 256) array."""
+    @overload
+    def pixels(self, *, out: None = None) -> npt.NDArray[np.uint8]: ...
+    @overload
+    def pixels(self, *, out: _Out) -> _Out: ...
+    def pixels(self, *, out: Any = None) -> Any:
+        """Last frame of every console as palette indices 0..63: a (N, 240, 256) uint8 array,
+        new or ``out`` filled."""
 
-    def rgb(self) -> npt.NDArray[np.uint8]:
-        """Last frame of every console in RGB: a new (N, 240, 256, 3) uint8 array."""
+    @overload
+    def rgb(self, *, out: None = None) -> npt.NDArray[np.uint8]: ...
+    @overload
+    def rgb(self, *, out: _Out) -> _Out: ...
+    def rgb(self, *, out: Any = None) -> Any:
+        """Last frame of every console in RGB: a (N, 240, 256, 3) uint8 array, new or ``out``
+        filled."""
+
+    def ram_view(self) -> npt.NDArray[np.uint8]:
+        """Every console's work RAM as a read-only (N, 2048) uint8 view of the batch's own
+        buffer: no copy. Always the same array; it changes with the next call that runs,
+        resets, restores or writes consoles, and stays valid after the batch is dropped."""
+
+    def pixels_view(self) -> npt.NDArray[np.uint8]:
+        """Every console's last frame (palette indices) as a read-only (N, 240, 256) uint8 view,
+        as ``ram_view``. The first call starts mirroring pictures (60 KiB per console per call
+        that changes consoles, a few microseconds)."""
 
     def frame_counts(self) -> npt.NDArray[np.uint64]:
         """Frames each console's PPU has started since power-on: a new (N,) uint64 array."""

@@ -32,6 +32,18 @@ leading axis (the oldest first):
   and gymnasium's AtariPreprocessing do), rounded to nearest;
 - ``"none"``: (0,) uint8, for agents that read ``infos`` only (fastest: no pixels are drawn).
 
+Buffers: frames are drawn straight into the env's preallocated frame ring (k slots of (N, ...),
+one per stacked frame); on the CPU backend through the batch's ``out=`` (``rgb(out=slot)``,
+``pixels(out=...)``, ``step_trace(out=...)``), so a step allocates no observation-sized array
+except the one it returns. With ``copy=True`` (the default, as gymnasium's ``SyncVectorEnv``)
+``reset`` and ``step`` return a new array. With ``copy=False`` they return a **read-only view of
+the env's own buffer** (``frame_stack=1``: the ring slot itself, no copy at all; ``k > 1``: one
+(N, k, ...) buffer reassembled each step), which the next ``step`` or ``reset`` overwrites: copy
+what you keep. Gymnasium allows this (``copy=False``); Stable-Baselines3 does not (PPO stores
+the previous observation after stepping again), so :class:`nesle.sb3.NesleVecEnv` needs the
+default. ``infos["final_obs"]`` is always a copy. The RAM arrays handed to ``reward`` and ``done``
+callables are views of a trace buffer the next step reuses.
+
 Backends: ``"cpu"`` is ``nesle._native.CpuBatch``; ``"cuda"`` is ``nesle._native.CudaBatch``
 (same verbs, states on the GPU, the same save-state blobs). ``"auto"`` picks CUDA when
 ``nesle._native.cuda_available()`` says a GPU and the kernels are there, else the CPU, and logs
@@ -221,6 +233,7 @@ class NesleVectorEnv(VectorEnv):
         done: Any = None,
         render_mode: str | None = None,
         autoreset: bool = True,
+        copy: bool = True,
     ) -> None:
         self._batch: Any = None  # set last: a failed __init__ leaves nothing half-built
         _check_int("num_envs", num_envs, 1)
@@ -247,6 +260,7 @@ class NesleVectorEnv(VectorEnv):
         self.start_sampling = start_sampling
         self.render_mode = render_mode
         self.autoreset = autoreset
+        self.copy = bool(copy)
 
         self._masks = actions_mod.resolve(action_space or (game.actions if game else "raw"))
         self._reward_fn = _reward_fn(game, reward)
@@ -275,7 +289,14 @@ class NesleVectorEnv(VectorEnv):
         self._seed = seed
         self._next_start = 0
         self._ram = np.zeros((num_envs, _native.RAM_SIZE), np.uint8)
-        self._stack = np.zeros((num_envs, frame_stack, *self._frame_shape), np.uint8)
+        # The last k frames, a ring: slot _head is the newest. Frame-major, so each slot is one
+        # C-contiguous (N, ...) array the batch can draw into (``out=``).
+        self._frames = np.zeros((frame_stack, num_envs, *self._frame_shape), np.uint8)
+        self._head = 0
+        # copy=False with k > 1: the (N, k, ...) observation, reassembled in place each step.
+        self._obs_buf = (
+            np.zeros((num_envs, *shape), np.uint8) if not self.copy and frame_stack > 1 else None
+        )
         self._elapsed = np.zeros(num_envs, np.int64)
         self._start_of = np.zeros(num_envs, np.int64)  # which start state each console began at
         self._fresh = np.zeros(num_envs, bool)  # restored since the last step: pixels are stale
@@ -283,6 +304,12 @@ class NesleVectorEnv(VectorEnv):
         self._batch = make_batch(rom, num_envs, backend, device, render=self._draw)
         self.backend = "cpu" if isinstance(self._batch, _native.CpuBatch) else "cuda"
         self._batch.set_render(self._draw)
+        # The CPU batch fills these in place (``out=``); CUDA batches return host copies.
+        self._in_place = self.backend == "cpu"
+        self._trace = np.zeros((frameskip, num_envs, _native.RAM_SIZE), np.uint8) if (
+            self._in_place) else None  # fmt: skip
+        self._pixels = np.zeros((num_envs, _native.HEIGHT, _native.WIDTH), np.uint8) if (
+            self._in_place and obs == "gray84") else None  # fmt: skip
 
     # --- gymnasium API ---
 
@@ -333,18 +360,18 @@ class NesleVectorEnv(VectorEnv):
             end_frame[now] = f
             ended |= now
             prev = ram
-        self._ram = trace[-1]
+        self._ram = trace[-1].copy()  # the trace buffer is reused by the next step
         self._elapsed += 1
         terminated = ended
         truncated = np.zeros(n, bool)
         if self.max_episode_steps is not None:
             truncated = (self._elapsed >= self.max_episode_steps) & ~terminated
         self._fresh[:] = False
-        self._push(self._frame_obs())
+        self._push()
         info = self._info(trace[end_frame, np.arange(n)])
         done = terminated | truncated
         if self.autoreset and done.any():
-            final = self._observation()
+            final = self._observation(copy=True)  # _restart overwrites the env's buffers
             final_obs = np.full(n, None, dtype=object)
             for i in np.flatnonzero(done):
                 final_obs[i] = final[i]
@@ -392,11 +419,11 @@ class NesleVectorEnv(VectorEnv):
             raise TypeError(f"state must be an EnvState from save_state(), got {type(state)}")
         self._batch.load_state(i, state.console)
         self._batch.set_render(self._draw)
-        self._ram = _host(self._batch.ram()).copy()
+        self._ram = _host(self._batch.ram())  # a new array on both backends
         self._elapsed[i] = state.elapsed_steps
-        self._stack[i] = self._frame_obs_of(state.frame[None], self._ram[i : i + 1])[0]
+        self._frames[:, i] = self._frame_obs_of(state.frame[None], self._ram[i : i + 1])[0]
         self._needs_reset = False
-        return self._observation()[i]
+        return self._observation(copy=True)[i]
 
     @property
     def num_actions(self) -> int:
@@ -450,6 +477,8 @@ class NesleVectorEnv(VectorEnv):
         return a
 
     def _run(self, buttons: np.ndarray) -> np.ndarray:
+        if self._in_place:  # straight into the reused trace buffer: no allocation, no copy
+            return self._batch.step_trace(buttons, self.frameskip, out=self._trace)
         step_trace = getattr(self._batch, "step_trace", None)
         if step_trace is not None:
             return _host(step_trace(buttons, self.frameskip))
@@ -476,22 +505,12 @@ class NesleVectorEnv(VectorEnv):
         self._batch.set_render(self._draw)  # a state carries the render switch it was saved with
         if self._on_reset is not None:
             self._on_reset(self._batch, mask, self._rng)
-        self._ram = _host(self._batch.ram()).copy()
+        self._ram = _host(self._batch.ram())  # a new array on both backends
         self._elapsed[idx] = 0
         self._fresh[idx] = True
         for i, s in zip(idx, picks):
             first = self._start_frames[s] if self.obs_mode != "ram" else self._ram[i]
-            self._stack[i] = first
-
-    def _frame_obs(self) -> np.ndarray:
-        """One observation frame per console, now."""
-        if self.obs_mode == "ram":
-            return self._ram
-        if self.obs_mode == "rgb":
-            return _host(self._batch.rgb())
-        if self.obs_mode == "gray84":
-            return self._pictures.gray84(_host(self._batch.pixels()))  # type: ignore[union-attr]
-        return np.zeros((self.num_envs, 0), np.uint8)
+            self._frames[:, i] = first
 
     def _frame_obs_of(self, indices: np.ndarray, ram: np.ndarray | None = None) -> np.ndarray:
         """Observation frames of given screens (palette indices, (M, 240, 256)) or RAM."""
@@ -504,19 +523,53 @@ class NesleVectorEnv(VectorEnv):
             return self._pictures.gray84(indices)  # type: ignore[union-attr]
         return np.zeros((m, 0), np.uint8)
 
-    def _push(self, frame: np.ndarray) -> None:
-        if self.frame_stack > 1:
-            self._stack[:, :-1] = self._stack[:, 1:]
-        self._stack[:, -1] = frame
+    def _push(self) -> None:
+        """Draw every console's observation frame, now, into the next slot of the ring (the CPU
+        batch writes it in place, ``out=``; CUDA's host arrays are copied in)."""
+        self._head = (self._head + 1) % self.frame_stack
+        slot = self._frames[self._head]
+        if self.obs_mode == "ram":
+            np.copyto(slot, self._ram)
+        elif self.obs_mode == "rgb":
+            if self._in_place:
+                self._batch.rgb(out=slot)
+            else:
+                slot[...] = _host(self._batch.rgb())
+        elif self.obs_mode == "gray84":
+            assert self._pictures is not None  # built for picture observations
+            if self._in_place:
+                pixels = self._batch.pixels(out=self._pixels)
+            else:
+                pixels = _host(self._batch.pixels())
+            slot[...] = self._pictures.gray84(pixels)
 
-    def _observation(self) -> np.ndarray:
-        return self._stack[:, 0].copy() if self.frame_stack == 1 else self._stack.copy()
+    def _observation(self, copy: bool | None = None) -> np.ndarray:
+        """Every console's observation, the stacked frames oldest first: a new array when
+        ``copy`` (default: the env's ``copy``), else a read-only view of the env's buffer."""
+        copy = self.copy if copy is None else copy
+        k = self.frame_stack
+        if k == 1:
+            return self._frames[0].copy() if copy else _readonly(self._frames[0])
+        ring = [self._frames[(self._head + 1 + j) % k] for j in range(k)]
+        if copy:
+            return np.stack(ring, axis=1)
+        assert self._obs_buf is not None  # allocated for copy=False
+        for j, frame in enumerate(ring):
+            self._obs_buf[:, j] = frame
+        return _readonly(self._obs_buf)
 
     def _info(self, ram: np.ndarray) -> dict[str, Any]:
         info = _with_masks(self._info_fn(ram), self.num_envs)
         info["elapsed_steps"] = self._elapsed.copy()
         info["_elapsed_steps"] = np.ones(self.num_envs, bool)
         return info
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (the env's own buffer, handed out with ``copy=False``)."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
 
 
 def _check_int(name: str, value: Any, lo: int, hi: int | None = None) -> None:
@@ -625,6 +678,8 @@ def make_vec(
     - ``done=``: SMB ``"life"`` (default), ``"stage"``, ``"game_over"``; any game:
       ``callable(ram) -> (N,) bool``.
     - ``render_mode="rgb_array"``: :meth:`NesleVectorEnv.render` returns the screens.
+    - ``copy=False``: ``reset``/``step`` return a read-only view of the env's observation
+      buffer, overwritten by the next step (see the module doc); default ``True``, a new array.
     """
     return NesleVectorEnv(
         game_or_rom, num_envs, backend=backend, device=device, frameskip=frameskip, obs=obs,

@@ -1,20 +1,40 @@
 //! `CpuBatch`: N consoles built from one ROM, stepped in lockstep on all CPU cores.
 //!
-//! Arrays cross to Python as fresh NumPy arrays that own a Rust `Vec` (`into_pyarray` moves the
-//! allocation, no second copy). Copying out is cheap next to emulation: 2 KiB of RAM per console
-//! against ~30,000 CPU cycles per frame; a view into live console memory would change under the
-//! caller's feet on the next `step`.
+//! Arrays out, three ways:
+//!
+//! - **New arrays** (`ram()`, `pixels()`, `rgb()`, `step_trace()`), as `CudaBatch` returns them:
+//!   NumPy arrays that own a Rust `Vec` (`into_pyarray` moves the allocation, no second copy).
+//! - **`out=`**: the same verbs fill a caller's array in place and return it, allocating
+//!   nothing: a C-contiguous writable uint8 NumPy array, or anything NumPy reads without a copy
+//!   (a CPU DLPack tensor such as a torch slice of a rollout buffer, a buffer-protocol object),
+//!   of exactly the verb's shape.
+//! - **Views** (`ram_view()`, `pixels_view()`): read-only NumPy arrays over host buffers the
+//!   batch keeps as mirrors of its consoles, refreshed inside the rayon task that ran each
+//!   console at the end of every call that changes it (`step`, `step_trace`, `reset`,
+//!   `restore`, `load_state`, `write_ram`). RAM: one 2 KiB memcpy per console, always on (a
+//!   frame is ~30,000 CPU cycles). Pixels: 60 KiB per console, a few microseconds against
+//!   ~1 ms per rendered frame (16 SMB consoles, 4 frames a step: no difference above noise),
+//!   paid only once `pixels_view()` has been asked for.
+//!
+//! A view aliases the mirror: its contents change with the next such call (copy it to keep
+//! it, and don't read it from another thread during one: the GIL is released). The mirror is
+//! a [`HostBuffer`] shared through an `Arc` with each view's DLPack capsule (the array's
+//! base), so a view stays valid after `del batch`, and NumPy refuses to make it writable.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use nes_core::{palette, Console};
-use numpy::ndarray::{Array, Dimension, IntoDimension};
-use numpy::{IntoPyArray, PyArray, PyArray1, PyArrayDyn, PyArrayMethods};
+use numpy::ndarray::{Array, Dimension, IntoDimension, IxDyn};
+use numpy::{
+    IntoPyArray, PyArray, PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArray,
+    PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict, PyMemoryView};
 use rayon::prelude::*;
 
+use crate::dlpack::{DLPackView, HostBuffer};
 use crate::error::{panic_error, rom_error, state_error};
 use crate::{HEIGHT, RAM_SIZE, WIDTH};
 
@@ -125,12 +145,119 @@ pub(crate) fn button_pads(actions: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<
     Ok(pads)
 }
 
+/// `out` as a writable, C-contiguous uint8 NumPy array of exactly `shape` over the caller's own
+/// memory: a NumPy array as is, a DLPack producer (a torch CPU tensor) through
+/// `numpy.from_dlpack`, any other buffer-protocol object through `memoryview`. Never a copy:
+/// each of these routes shares memory or fails.
+fn out_array<'py>(
+    out: &Bound<'py, PyAny>,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+    let py = out.py();
+    let want = py_shape(shape);
+    let arr = if out.cast::<PyUntypedArray>().is_ok() {
+        out.clone()
+    } else if out.hasattr("__dlpack__")? {
+        py.import("numpy")?
+            .call_method1("from_dlpack", (out,))
+            .map_err(|e| {
+                PyValueError::new_err(format!(
+                    "out must be host memory NumPy can write in place; numpy.from_dlpack refused {}: {e}",
+                    describe(out)
+                ))
+            })?
+    } else if let Ok(view) = PyMemoryView::from(out) {
+        py.import("numpy")?.call_method1("asarray", (view,))?
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "out must be a numpy.ndarray (or a CPU tensor / buffer) of dtype uint8 and shape {want}, got {}",
+            describe(out)
+        )));
+    };
+    let arr = arr.cast_into::<PyArrayDyn<u8>>().map_err(|e| {
+        PyTypeError::new_err(format!(
+            "out must have dtype uint8, got {}",
+            describe(e.into_inner().as_any())
+        ))
+    })?;
+    if arr.shape() != shape {
+        return Err(PyValueError::new_err(format!(
+            "out must have shape {want}, got {}",
+            py_shape(arr.shape())
+        )));
+    }
+    if !arr.is_c_contiguous() {
+        return Err(PyValueError::new_err(
+            "out must be C-contiguous (a row-major array, or a slice of one along its first axis)",
+        ));
+    }
+    Ok(arr)
+}
+
+/// Runs `fill` on `out`'s bytes and returns `out`; without `out`, on a new array of `shape`.
+fn fill_out<'py>(
+    py: Python<'py>,
+    out: Option<Bound<'py, PyAny>>,
+    shape: &[usize],
+    fill: impl FnOnce(&mut [u8]) -> PyResult<()>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Some(out) = out else {
+        let mut buf = vec![0u8; shape.iter().product()];
+        fill(&mut buf)?;
+        return Ok(to_numpy(py, buf, IxDyn(shape))?.into_any());
+    };
+    let arr = out_array(&out, shape)?;
+    let mut rw = arr
+        .try_readwrite()
+        .map_err(|e| PyValueError::new_err(format!("out must be writable: {e}")))?;
+    let dst = rw
+        .as_slice_mut()
+        .map_err(|e| PyValueError::new_err(format!("out: {e}")))?;
+    fill(dst)?;
+    drop(rw);
+    Ok(out)
+}
+
+/// A read-only NumPy array over `view` (its base: the DLPack capsule, which holds the memory).
+fn readonly_numpy<'py>(py: Python<'py>, view: DLPackView) -> PyResult<Bound<'py, PyAny>> {
+    let arr = py
+        .import("numpy")?
+        .call_method1("from_dlpack", (Py::new(py, view)?,))?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("write", false)?;
+    arr.call_method("setflags", (), Some(&kwargs))?;
+    Ok(arr)
+}
+
+/// One console's rows in the batch's host mirrors.
+struct Mirror<'a> {
+    ram: &'a mut [u8],
+    /// Only once `pixels_view()` has been asked for.
+    pixels: Option<&'a mut [u8]>,
+}
+
+impl Mirror<'_> {
+    fn refresh(&mut self, c: &Console) {
+        self.ram.copy_from_slice(c.ram());
+        if let Some(p) = self.pixels.as_deref_mut() {
+            p.copy_from_slice(c.pixels());
+        }
+    }
+}
+
 /// N NES consoles running one ROM on the CPU.
 #[pyclass(module = "nesle._native")]
 pub struct CpuBatch {
     consoles: Vec<Console>,
     /// The console as `Console::new` left it: `reset` copies it back (a power cycle).
     power_on: Console,
+    /// Every console's work RAM, (N, 2048), as of the end of the last call (module doc).
+    ram: HostBuffer,
+    /// Every console's picture, (N, 240, 256), kept once `pixels_view()` was asked for.
+    pixels: Option<HostBuffer>,
+    /// The read-only NumPy arrays over `ram` and `pixels`, made on first request.
+    ram_view: Option<Py<PyAny>>,
+    pixels_view: Option<Py<PyAny>>,
     /// Set when nes-core panicked mid-call; every later call raises.
     poisoned: bool,
 }
@@ -144,16 +271,30 @@ impl std::fmt::Debug for CpuBatch {
 }
 
 impl CpuBatch {
-    /// Runs `f` with the GIL released, turning a panic into a `RuntimeError`.
-    /// `f` also gets the power-on console, for `reset`.
+    /// Runs `f` with the GIL released, turning a panic into a `RuntimeError`. `f` also gets
+    /// the power-on console, for `reset`, and each console's rows of the host mirrors, which
+    /// it refreshes for every console it changes.
     fn run<R: Send>(
         &mut self,
         py: Python<'_>,
-        f: impl FnOnce(&mut [Console], &Console) -> R + Send,
+        f: impl FnOnce(&mut [Console], &Console, Vec<Mirror<'_>>) -> R + Send,
     ) -> PyResult<R> {
         self.check()?;
+        let mut pixels = self
+            .pixels
+            .as_mut()
+            .map(|p| p.as_mut_slice().chunks_mut(SCREEN));
+        let mirrors: Vec<Mirror<'_>> = self
+            .ram
+            .as_mut_slice()
+            .chunks_mut(RAM_SIZE)
+            .map(|ram| Mirror {
+                ram,
+                pixels: pixels.as_mut().and_then(|p| p.next()),
+            })
+            .collect();
         let (consoles, power_on) = (&mut self.consoles[..], &self.power_on);
-        match py.detach(|| catch_unwind(AssertUnwindSafe(|| f(consoles, power_on)))) {
+        match py.detach(|| catch_unwind(AssertUnwindSafe(|| f(consoles, power_on, mirrors)))) {
             Ok(r) => Ok(r),
             Err(payload) => {
                 self.poisoned = true;
@@ -183,21 +324,65 @@ impl CpuBatch {
         button_pads(actions, self.consoles.len())
     }
 
-    /// Pixels of every console, mapped through `f` into `per` bytes each.
-    fn frames<'py, D: Dimension>(
+    /// Refuses an `out` that aliases the batch's own mirrors, which the call reads or writes
+    /// while it fills `out` (reachable only around the views' read-only flag, e.g. through
+    /// `torch.from_dlpack(batch.ram_view())`).
+    fn disjoint(&self, dst: &[u8]) -> PyResult<()> {
+        let d = dst.as_ptr_range();
+        for buf in std::iter::once(&self.ram).chain(&self.pixels) {
+            let b = buf.as_slice().as_ptr_range();
+            if d.start < b.end && b.start < d.end {
+                return Err(PyValueError::new_err(
+                    "out must not overlap the batch's own buffers (ram_view / pixels_view)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every console's picture, mapped through `f` into `per` bytes each of `dst`.
+    fn frames(
         &mut self,
-        py: Python<'py>,
+        py: Python<'_>,
+        dst: &mut [u8],
         per: usize,
-        shape: impl IntoDimension<Dim = D>,
         f: impl Fn(&Console, &mut [u8]) + Send + Sync,
-    ) -> PyResult<Bound<'py, PyArray<u8, D>>> {
-        let mut buf = vec![0u8; self.consoles.len() * per];
-        self.run(py, |cs, _| {
-            buf.par_chunks_mut(per)
+    ) -> PyResult<()> {
+        self.run(py, |cs, _, _| {
+            dst.par_chunks_mut(per)
                 .zip(cs.par_iter())
                 .for_each(|(dst, c)| f(c, dst));
-        })?;
-        to_numpy(py, buf, shape)
+        })
+    }
+
+    /// `step_trace` into `dst`, frame-major (frames, N, 2048). The rows are dealt out to the
+    /// consoles first (row `f * N + i` to console `i`), so each rayon task writes its own
+    /// console's rows straight into place: no console-major scratch, no transpose.
+    fn trace(
+        &mut self,
+        py: Python<'_>,
+        pads: &[[u8; 2]],
+        frames: usize,
+        dst: &mut [u8],
+    ) -> PyResult<()> {
+        let n = self.consoles.len();
+        let mut rows: Vec<Vec<&mut [u8]>> = (0..n).map(|_| Vec::with_capacity(frames)).collect();
+        for (k, row) in dst.chunks_mut(RAM_SIZE).enumerate() {
+            rows[k % n].push(row);
+        }
+        self.run(py, |cs, _, mirrors| {
+            cs.par_iter_mut().zip(pads).zip(rows).zip(mirrors).for_each(
+                |(((c, p), rows), mut m)| {
+                    c.set_buttons(0, p[0]);
+                    c.set_buttons(1, p[1]);
+                    for row in rows {
+                        c.run_frame();
+                        row.copy_from_slice(c.ram());
+                    }
+                    m.refresh(c);
+                },
+            )
+        })
     }
 }
 
@@ -211,11 +396,20 @@ impl CpuBatch {
                 "num_envs must be at least 1, got {num_envs}"
             )));
         }
+        let n = num_envs as usize;
         let power_on = Console::new(rom).map_err(rom_error)?;
-        let consoles = vec![power_on.clone(); num_envs as usize];
+        let consoles = vec![power_on.clone(); n];
+        let mut ram = HostBuffer::zeroed(n * RAM_SIZE);
+        for row in ram.as_mut_slice().chunks_mut(RAM_SIZE) {
+            row.copy_from_slice(power_on.ram());
+        }
         Ok(CpuBatch {
             consoles,
             power_on,
+            ram,
+            pixels: None,
+            ram_view: None,
+            pixels_view: None,
             poisoned: false,
         })
     }
@@ -245,28 +439,34 @@ impl CpuBatch {
             )));
         }
         let pads = self.pads(actions)?;
-        self.run(py, |cs, _| {
-            cs.par_iter_mut().zip(pads.par_iter()).for_each(|(c, p)| {
-                c.set_buttons(0, p[0]);
-                c.set_buttons(1, p[1]);
-                for _ in 0..frames {
-                    c.run_frame();
-                }
-            })
+        self.run(py, |cs, _, mirrors| {
+            cs.par_iter_mut()
+                .zip(pads.par_iter())
+                .zip(mirrors)
+                .for_each(|((c, p), mut m)| {
+                    c.set_buttons(0, p[0]);
+                    c.set_buttons(1, p[1]);
+                    for _ in 0..frames {
+                        c.run_frame();
+                    }
+                    m.refresh(c);
+                })
         })
     }
 
-    /// Like `step`, and also return the work RAM after every frame: a new (frames, N, 2048)
-    /// uint8 array whose `[f]` is the batch's RAM after frame `f`.
+    /// Like `step`, and also return the work RAM after every frame: a (frames, N, 2048) uint8
+    /// array whose `[f]` is the batch's RAM after frame `f` (new, or `out` filled in place).
     ///
     /// Game rewards are functions of RAM (python/nesle/games); summing them per frame inside a
     /// frameskip needs every frame's RAM, and one call keeps the GIL released for the whole skip.
+    #[pyo3(signature = (actions, frames, *, out = None))]
     fn step_trace<'py>(
         &mut self,
         py: Python<'py>,
         actions: &Bound<'_, PyAny>,
         frames: i64,
-    ) -> PyResult<Bound<'py, numpy::PyArray3<u8>>> {
+        out: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let pads = self.pads(actions)?;
         if !(1..=MAX_TRACE_FRAMES).contains(&frames) {
             return Err(PyValueError::new_err(format!(
@@ -274,30 +474,10 @@ impl CpuBatch {
             )));
         }
         let (n, f) = (self.consoles.len(), frames as usize);
-        // Console-major while running (each rayon task owns one console's rows), then
-        // transposed to frame-major, the layout the reward functions want.
-        let mut by_console = vec![0u8; n * f * RAM_SIZE];
-        self.run(py, |cs, _| {
-            cs.par_iter_mut()
-                .zip(pads.par_iter())
-                .zip(by_console.par_chunks_mut(f * RAM_SIZE))
-                .for_each(|((c, p), rows)| {
-                    c.set_buttons(0, p[0]);
-                    c.set_buttons(1, p[1]);
-                    for row in rows.chunks_mut(RAM_SIZE) {
-                        c.run_frame();
-                        row.copy_from_slice(c.ram());
-                    }
-                })
-        })?;
-        let mut out = vec![0u8; f * n * RAM_SIZE];
-        for (i, src) in by_console.chunks(f * RAM_SIZE).enumerate() {
-            for (k, row) in src.chunks(RAM_SIZE).enumerate() {
-                let at = (k * n + i) * RAM_SIZE;
-                out[at..at + RAM_SIZE].copy_from_slice(row);
-            }
-        }
-        to_numpy(py, out, [f, n, RAM_SIZE])
+        fill_out(py, out, &[f, n, RAM_SIZE], |dst| {
+            self.disjoint(dst)?;
+            self.trace(py, &pads, f, dst)
+        })
     }
 
     /// Write `value` into work RAM at `addr` (0..2048) of every console where `mask` is true
@@ -322,34 +502,99 @@ impl CpuBatch {
         }
         let mask = self.mask(mask)?;
         self.check()?;
-        for (c, _) in self.consoles.iter_mut().zip(&mask).filter(|(_, &m)| m) {
-            c.bus.ram[addr as usize] = value as u8;
+        let (addr, value) = (addr as usize, value as u8);
+        let rows = self.ram.as_mut_slice().chunks_mut(RAM_SIZE);
+        for ((c, row), _) in self
+            .consoles
+            .iter_mut()
+            .zip(rows)
+            .zip(&mask)
+            .filter(|(_, &m)| m)
+        {
+            c.bus.ram[addr] = value;
+            row[addr] = value;
         }
         Ok(())
     }
 
-    /// Work RAM of every console: a new (N, 2048) uint8 array.
-    fn ram<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray2<u8>>> {
+    /// Work RAM of every console: a (N, 2048) uint8 array, new or `out` filled in place.
+    #[pyo3(signature = (*, out = None))]
+    fn ram<'py>(
+        &mut self,
+        py: Python<'py>,
+        out: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.check()?;
         let n = self.consoles.len();
-        self.frames(py, RAM_SIZE, [n, RAM_SIZE], |c, dst| {
-            dst.copy_from_slice(c.ram())
+        let src = self.ram.as_slice();
+        fill_out(py, out, &[n, RAM_SIZE], |dst| {
+            self.disjoint(dst)?;
+            py.detach(|| dst.copy_from_slice(src));
+            Ok(())
         })
     }
 
-    /// The last frame of every console as palette indices 0..63: a new (N, 240, 256) uint8 array.
-    fn pixels<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray3<u8>>> {
+    /// The last frame of every console as palette indices 0..63: a (N, 240, 256) uint8 array,
+    /// new or `out` filled in place.
+    #[pyo3(signature = (*, out = None))]
+    fn pixels<'py>(
+        &mut self,
+        py: Python<'py>,
+        out: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let n = self.consoles.len();
-        self.frames(py, SCREEN, [n, HEIGHT, WIDTH], |c, dst| {
+        fill_out(py, out, &[n, HEIGHT, WIDTH], |dst| {
+            self.disjoint(dst)?;
+            self.frames(py, dst, SCREEN, |c, dst| dst.copy_from_slice(c.pixels()))
+        })
+    }
+
+    /// The last frame of every console in RGB: a (N, 240, 256, 3) uint8 array, new or `out`
+    /// filled in place.
+    #[pyo3(signature = (*, out = None))]
+    fn rgb<'py>(
+        &mut self,
+        py: Python<'py>,
+        out: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let n = self.consoles.len();
+        fill_out(py, out, &[n, HEIGHT, WIDTH, 3], |dst| {
+            self.disjoint(dst)?;
+            self.frames(py, dst, SCREEN * 3, |c, dst| {
+                palette::indices_to_rgb(c.pixels(), dst)
+            })
+        })
+    }
+
+    /// Every console's work RAM as a read-only (N, 2048) uint8 NumPy view of the batch's own
+    /// buffer: no copy. Always the same array; its contents change with the next call that
+    /// runs, resets, restores or writes consoles. It stays valid after the batch is dropped.
+    fn ram_view<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.check()?;
+        if let Some(v) = &self.ram_view {
+            return Ok(v.bind(py).clone());
+        }
+        let v = readonly_numpy(py, self.ram.view(&[self.consoles.len(), RAM_SIZE]))?;
+        self.ram_view = Some(v.clone().unbind());
+        Ok(v)
+    }
+
+    /// Every console's last picture (palette indices) as a read-only (N, 240, 256) uint8 NumPy
+    /// view, as `ram_view`. The first call starts mirroring pictures: from then on every call
+    /// that changes consoles also copies their 60 KiB pictures into it.
+    fn pixels_view<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.check()?;
+        if let Some(v) = &self.pixels_view {
+            return Ok(v.bind(py).clone());
+        }
+        let mut buf = HostBuffer::zeroed(self.consoles.len() * SCREEN);
+        self.frames(py, buf.as_mut_slice(), SCREEN, |c, dst| {
             dst.copy_from_slice(c.pixels())
-        })
-    }
-
-    /// The last frame of every console in RGB: a new (N, 240, 256, 3) uint8 array.
-    fn rgb<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray4<u8>>> {
-        let n = self.consoles.len();
-        self.frames(py, SCREEN * 3, [n, HEIGHT, WIDTH, 3], |c, dst| {
-            palette::indices_to_rgb(c.pixels(), dst)
-        })
+        })?;
+        let v = readonly_numpy(py, buf.view(&[self.consoles.len(), HEIGHT, WIDTH]))?;
+        self.pixels = Some(buf);
+        self.pixels_view = Some(v.clone().unbind());
+        Ok(v)
     }
 
     /// Frames each console's PPU has started since power-on: a new (N,) uint64 array.
@@ -385,13 +630,18 @@ impl CpuBatch {
         soft: bool,
     ) -> PyResult<()> {
         let mask = self.mask(mask)?;
-        self.run(py, |cs, power_on| {
+        self.run(py, |cs, power_on, mirrors| {
             cs.par_iter_mut()
                 .zip(mask.par_iter())
-                .for_each(|(c, &m)| match (m, soft) {
-                    (false, _) => {}
-                    (true, true) => c.reset(),
-                    (true, false) => c.clone_from(power_on),
+                .zip(mirrors)
+                .filter(|((_, &m), _)| m)
+                .for_each(|((c, _), mut m)| {
+                    if soft {
+                        c.reset();
+                    } else {
+                        c.clone_from(power_on);
+                    }
+                    m.refresh(c);
                 })
         })
     }
@@ -408,7 +658,13 @@ impl CpuBatch {
     fn load_state(&mut self, i: i64, state: &[u8]) -> PyResult<()> {
         self.check()?;
         let i = self.index(i)?;
-        self.consoles[i].load_state(state).map_err(state_error)
+        self.consoles[i].load_state(state).map_err(state_error)?;
+        let c = &self.consoles[i];
+        self.ram.as_mut_slice()[i * RAM_SIZE..][..RAM_SIZE].copy_from_slice(c.ram());
+        if let Some(p) = &mut self.pixels {
+            p.as_mut_slice()[i * SCREEN..][..SCREEN].copy_from_slice(c.pixels());
+        }
+        Ok(())
     }
 
     /// Restore every console where `mask` is true (all when `None`) from one `save_state` blob:
@@ -421,11 +677,16 @@ impl CpuBatch {
         mask: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let mask = self.mask(mask)?;
-        let results = self.run(py, |cs, _| {
+        let results = self.run(py, |cs, _, mirrors| {
             cs.par_iter_mut()
                 .zip(mask.par_iter())
-                .filter(|(_, &m)| m)
-                .map(|(c, _)| c.load_state(state))
+                .zip(mirrors)
+                .filter(|((_, &m), _)| m)
+                .map(|((c, _), mut m)| {
+                    let r = c.load_state(state);
+                    m.refresh(c);
+                    r
+                })
                 .collect::<Vec<_>>()
         })?;
         // A blob is validated before any console changes, so it fails on every console or none.

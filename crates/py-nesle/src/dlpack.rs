@@ -2,7 +2,8 @@
 //! reading a consumer's CUDA tensor (the actions) without a host round trip.
 //!
 //! The structs are the C ABI of `dlpack.h` (v1.0), written out by hand: no crate pins a pyo3
-//! we can use (TOOLCHAIN.md). Every `unsafe` block of py-nesle lives in this file.
+//! we can use (TOOLCHAIN.md). Every `unsafe` block of py-nesle lives in this file, including
+//! [`HostBuffer`], the shared host memory behind `CpuBatch.ram_view()` / `pixels_view()`.
 //!
 //! Export ([`DLPackView`]): `__dlpack__` returns a PyCapsule named `"dltensor"` (or
 //! `"dltensor_versioned"` when the consumer passes `max_version >= (1, 0)`) holding a heap
@@ -330,6 +331,71 @@ pub fn _host_view(data: Vec<u8>, shape: Vec<i64>, strides: Vec<i64>, offset: usi
     let owner: Arc<Vec<u8>> = Arc::new(data);
     let at = owner.as_ptr() as u64 + offset as u64;
     Ok(DLPackView::new(owner, None, at, shape, strides, DLDevice { device_type: KDL_CPU, device_id: 0 }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host buffers: memory a batch writes and read-only NumPy views read (`CpuBatch.ram_view`).
+
+/// The allocation of a [`HostBuffer`], shared with the views exported from it.
+#[derive(Debug)]
+struct HostBytes {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: Rust reaches the bytes only through the one `HostBuffer` that created them (`&self`
+// to read, `&mut self` to write), so the borrow checker orders every Rust access; the views
+// hold this `Arc` only to keep the allocation alive (as `dyn Any`, never read back). Foreign
+// readers (NumPy) read through the raw pointer, as they read any array that native code writes
+// with the GIL released.
+unsafe impl Send for HostBytes {}
+// SAFETY: as above.
+unsafe impl Sync for HostBytes {}
+
+impl Drop for HostBytes {
+    fn drop(&mut self) {
+        // SAFETY: `ptr, len` came from `Box::into_raw` of a boxed slice in `HostBuffer::zeroed`;
+        // the last `Arc` (batch or view) drops it exactly once.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.len)) });
+    }
+}
+
+/// A zeroed host allocation with one writer (its owner, a batch) and any number of read-only
+/// views ([`HostBuffer::view`]), which keep it alive after the writer is dropped.
+#[derive(Debug)]
+pub struct HostBuffer {
+    bytes: Arc<HostBytes>,
+}
+
+impl HostBuffer {
+    pub fn zeroed(len: usize) -> Self {
+        // `vec![0; n]` is calloc: untouched pages cost nothing until written.
+        let ptr = Box::into_raw(vec![0u8; len].into_boxed_slice()) as *mut u8;
+        HostBuffer { bytes: Arc::new(HostBytes { ptr, len }) }
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: a live allocation of `len` bytes; no `&mut` exists while `&self` is borrowed.
+        unsafe { std::slice::from_raw_parts(self.bytes.ptr, self.bytes.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as `as_slice`; `&mut self` makes this the only Rust reference.
+        unsafe { std::slice::from_raw_parts_mut(self.bytes.ptr, self.bytes.len) }
+    }
+
+    /// A C-contiguous CPU view of the whole buffer as `shape` (whose product is its length).
+    pub fn view(&self, shape: &[usize]) -> DLPackView {
+        debug_assert_eq!(shape.iter().product::<usize>(), self.bytes.len);
+        let mut strides = vec![1i64; shape.len()];
+        for k in (0..shape.len().saturating_sub(1)).rev() {
+            strides[k] = strides[k + 1] * shape[k + 1] as i64;
+        }
+        let owner: Arc<dyn Any + Send + Sync> = self.bytes.clone();
+        let shape = shape.iter().map(|&d| d as i64).collect();
+        let cpu = DLDevice { device_type: KDL_CPU, device_id: 0 };
+        DLPackView::new(owner, None, self.bytes.ptr as u64, shape, strides, cpu)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
