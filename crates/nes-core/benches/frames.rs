@@ -15,33 +15,16 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use nes_core::controller::{A, B, RIGHT, START};
 use nes_core::Console;
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::Duration;
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::game_rom as rom;
 
 /// Frames per timed iteration: two seconds of game time, long enough that cloning the console
 /// for the next iteration (untimed anyway) is noise.
 const CHUNK: u32 = 120;
 
-fn rom(file: &str) -> Vec<u8> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    if let Some(d) = std::env::var_os("NESLE_ROM_DIR") {
-        dirs.push(d.into());
-    }
-    match std::env::var_os("XDG_CACHE_HOME") {
-        Some(c) if !c.is_empty() => dirs.push(PathBuf::from(c).join("nesle/roms")),
-        _ => {
-            if let Some(h) = std::env::var_os("HOME") {
-                dirs.push(PathBuf::from(h).join(".cache/nesle/roms"));
-            }
-        }
-    }
-    for d in &dirs {
-        if let Ok(bytes) = std::fs::read(d.join(file)) {
-            return bytes;
-        }
-    }
-    panic!("game ROM {file} not found in {dirs:?}; run `python3 -m nesle roms fetch smb`");
-}
 
 /// Power-on to the first frame where World 1-1 is playable (OperMode 1, task 3).
 fn world_1_1() -> Console {

