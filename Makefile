@@ -7,8 +7,11 @@ PYTHON ?= python3
 run: install
 	$(PYTHON) -m nesle demo --out mario.png
 
+# The CUDA compilers come first so the build embeds the kernels; without a GPU the same build
+# runs on the CPU backend.
 install:
 	$(PYTHON) -m pip install -q --upgrade pip maturin
+	$(PYTHON) -m pip install -q $(NVCC_WHEELS)
 	$(PYTHON) -m pip install -q -e .
 
 # The whole test suite: set-up (Python package, game ROMs, CUDA compiler), Rust (unit, test
