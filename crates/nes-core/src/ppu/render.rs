@@ -22,6 +22,21 @@
 use super::*;
 
 impl Ppu {
+    /// Dot 257: horizontal scroll bits of v from t, and the sprite units evaluated for the next
+    /// line take over (none show on line 0, so the pre-render line loads none).
+    #[inline(always)]
+    fn start_hblank(&mut self, visible: bool) {
+        self.v = (self.v & !0x041f) | (self.t & 0x041f);
+        self.spr_line_dirty = true;
+        if visible {
+            self.spr_count = self.eval_count;
+            self.spr_zero = self.eval_sprite0;
+        } else {
+            self.spr_count = 0;
+            self.spr_zero = false;
+        }
+    }
+
     /// One dot of a visible line (0-239) or the pre-render line, rendering enabled.
     #[inline]
     pub(super) fn render_dot(&mut self, cart: &mut Cart) {
@@ -44,16 +59,7 @@ impl Ppu {
             }
         } else if d <= 320 {
             if d == 257 {
-                self.v = (self.v & !0x041f) | (self.t & 0x041f);
-                // The units about to be loaded serve the next line; none show on line 0.
-                self.spr_line_dirty = true;
-                if visible {
-                    self.spr_count = self.eval_count;
-                    self.spr_zero = self.eval_sprite0;
-                } else {
-                    self.spr_count = 0;
-                    self.spr_zero = false;
-                }
+                self.start_hblank(visible);
             }
             self.oam_addr = 0;
             if !visible && (280..=304).contains(&d) {
@@ -149,15 +155,7 @@ impl Ppu {
         let clock = self.dot_clock + 1;
         let visible = self.scanline < 240;
         if d0 == 257 {
-            self.v = (self.v & !0x041f) | (self.t & 0x041f);
-            self.spr_line_dirty = true;
-            if visible {
-                self.spr_count = self.eval_count;
-                self.spr_zero = self.eval_sprite0;
-            } else {
-                self.spr_count = 0;
-                self.spr_zero = false;
-            }
+            self.start_hblank(visible);
         }
         self.oam_addr = 0;
         // Pre-render line: vertical scroll copied from t on every dot 280-304 (idempotent).
