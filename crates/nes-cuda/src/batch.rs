@@ -119,9 +119,43 @@ impl Batch {
         self.launch_step(Some(actions), frames)
     }
 
+    /// Like [`Batch::step`], recording every env's work RAM after every frame into `trace`:
+    /// `frames * n_envs * 2048` bytes, frame-major (frame f, env i at `(f * n_envs + i) * 2048`).
+    /// `actions` are device buttons (`n_envs` bytes), or `None` for the last uploaded ones.
+    /// One launch per frame; pictures, if enabled, are drawn for the last frame only, as by `step`.
+    pub fn step_trace(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32, trace: &mut CudaSlice<u8>) -> Result<(), Error> {
+        let per_frame = self.n_envs * 0x800;
+        if trace.len() < frames as usize * per_frame {
+            return Err(Error::BadArgument(format!(
+                "trace buffer holds {} bytes, {frames} frames of {} envs need {}",
+                trace.len(),
+                self.n_envs,
+                frames as usize * per_frame
+            )));
+        }
+        for f in 0..frames {
+            self.launch_step_drawing(actions, 1, f + 1 == frames)?;
+            self.gpu.gather_ram_at(&self.states, trace, f as usize * per_frame, self.n_envs)?;
+        }
+        Ok(())
+    }
+
+    /// Uploads host buttons for the next [`Batch::step_trace`] with `actions: None`.
+    pub fn set_actions(&mut self, actions: &[u8]) -> Result<(), Error> {
+        if actions.len() != self.n_envs {
+            return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), self.n_envs)));
+        }
+        self.gpu.upload(actions, &mut self.actions, 0)
+    }
+
     fn launch_step(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32) -> Result<(), Error> {
+        self.launch_step_drawing(actions, frames, true)
+    }
+
+    fn launch_step_drawing(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32, draw: bool) -> Result<(), Error> {
         let actions = actions.unwrap_or(&self.actions);
         let chr_len = self.rom.chr.len() as u32;
+        let pixels = if draw { self.pixels.as_mut() } else { None };
         self.gpu.step(
             &mut self.states,
             &self.prg,
@@ -131,7 +165,7 @@ impl Batch {
             actions,
             self.n_envs,
             frames,
-            self.pixels.as_mut(),
+            pixels,
         )
     }
 
@@ -217,6 +251,19 @@ impl Batch {
         self.gpu.upload(mask, &mut self.mask, 0)?;
         self.gpu.stream.memcpy_htod(&picks, &mut self.pick).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         self.gpu.reset_from_bank(&mut self.states, bank, *bank_len, &self.mask, &self.pick, self.n_envs)
+    }
+
+    /// Env i takes bank state `pick[i]` where `mask[i] != 0`, both on the device (`n_envs`
+    /// bytes of 0/1, `n_envs` u32; a pick past the bank leaves the env as it is). Nothing
+    /// crosses to the host: the device-resident auto-reset.
+    pub fn reset_masked_device(&mut self, mask: &CudaSlice<u8>, pick: &CudaSlice<u32>) -> Result<(), Error> {
+        let Some((bank, bank_len)) = &self.bank else {
+            return Err(Error::BadArgument("reset_masked_device needs set_bank first".into()));
+        };
+        if pick.len() < self.n_envs {
+            return Err(Error::BadArgument(format!("{} picks for {} envs", pick.len(), self.n_envs)));
+        }
+        self.gpu.reset_from_bank(&mut self.states, bank, *bank_len, mask, pick, self.n_envs)
     }
 
     /// Raw device addresses for zero-copy consumers (valid while `self` lives).

@@ -331,6 +331,28 @@ impl Gpu {
         unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
         Ok(())
     }
+
+    /// [`Gpu::gather_ram`] into `out` from byte `at` on.
+    pub(crate) fn gather_ram_at(
+        &self,
+        states: &CudaSlice<u8>,
+        out: &mut CudaSlice<u8>,
+        at: usize,
+        n_envs: usize,
+    ) -> Result<(), Error> {
+        check_len("states", states.len(), n_envs * FLAT_STATE_SIZE)?;
+        check_len("ram", out.len().saturating_sub(at), n_envs * 0x800)?;
+        if n_envs == 0 {
+            return Ok(());
+        }
+        let n = n_envs as u32;
+        let mut view = out.slice_mut(at..at + n_envs * 0x800);
+        let mut b = self.stream.launch_builder(&self.gather_ram);
+        b.arg(states).arg(&mut view).arg(&n);
+        // SAFETY: as gather_ram, on a view of exactly n_envs * 2048 bytes.
+        unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
+        Ok(())
+    }
 }
 
 fn check_len(what: &str, have: usize, need: usize) -> Result<(), Error> {

@@ -26,7 +26,7 @@ use nes_core::flat::FlatState;
 use nes_core::{palette, Console};
 use nes_cuda::{Batch, BatchConfig, Error, RomImage, PIXELS_PER_ENV};
 use numpy::{IntoPyArray, PyArray1};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rayon::prelude::*;
@@ -74,6 +74,9 @@ struct Inner {
     pad2: Vec<u8>,
     /// The single state in the reset bank, when `restore` put it there (saves re-uploads).
     bank_state: Option<FlatState>,
+    /// The start states of `reset_from_bank` (`set_bank`), and whether the device bank holds them.
+    starts: Vec<FlatState>,
+    starts_loaded: bool,
     /// A stream for wrapping torch's pointers (made on the first device-actions step).
     ext: Option<Arc<cudarc::driver::CudaStream>>,
 }
@@ -105,6 +108,7 @@ impl Inner {
             self.pad2[i] = s.pad_buttons[1];
         }
         self.bank_state = None;
+        self.starts_loaded = false;
         upload(&mut batch, envs, &states, self.n)
     }
 
@@ -118,6 +122,7 @@ impl Inner {
         if self.bank_state.as_ref() != Some(state) {
             batch.set_bank(std::slice::from_ref(state))?;
             self.bank_state = Some(*state);
+            self.starts_loaded = false;
         }
         let m: Vec<u8> = mask.iter().map(|&b| b as u8).collect();
         batch.reset_masked(&m, None)?;
@@ -140,11 +145,12 @@ impl Inner {
         upload(&mut fresh, &all, &states, self.n)?;
         self.batch = Arc::new(Shared(Mutex::new(fresh)));
         self.bank_state = None;
+        self.starts_loaded = false;
         Ok(())
     }
 
-    fn step(&mut self, actions: &Actions, frames: u32) -> Result<(), Error> {
-        self.ensure_pixels()?;
+    /// Patches controller 2 where `actions` changes it (device actions release it).
+    fn sync_pad2(&mut self, actions: &Actions) -> Result<(), Error> {
         let zeros;
         let pad2: &[u8] = match actions {
             Actions::Host(p) => {
@@ -167,6 +173,12 @@ impl Inner {
                 Ok(())
             })?;
         }
+        Ok(())
+    }
+
+    fn step(&mut self, actions: &Actions, frames: u32) -> Result<(), Error> {
+        self.ensure_pixels()?;
+        self.sync_pad2(actions)?;
         match actions {
             Actions::Host(p) => {
                 let pad1: Vec<u8> = p.iter().map(|p| p[0]).collect();
@@ -180,6 +192,76 @@ impl Inner {
                 dlpack::step_borrowed(&mut self.batch.lock(), ext, *ptr, *len, frames)
             }
         }
+    }
+}
+
+impl Inner {
+    fn ext(&mut self) -> Result<Arc<cudarc::driver::CudaStream>, Error> {
+        if self.ext.is_none() {
+            self.ext = Some(dlpack::borrow_stream(self.device)?);
+        }
+        Ok(self.ext.clone().expect("set above"))
+    }
+
+    /// `step` recording the RAM after every frame into the caller's device buffer `out`
+    /// (`out_len` bytes at `out_ptr`: frames x N x 2048).
+    fn step_trace_into(&mut self, actions: &Actions, frames: u32, out_ptr: u64, out_len: usize) -> Result<(), Error> {
+        self.ensure_pixels()?;
+        self.sync_pad2(actions)?;
+        let ext = self.ext()?;
+        let shared = self.batch.clone();
+        let mut batch = shared.lock();
+        match actions {
+            Actions::Host(p) => {
+                let pad1: Vec<u8> = p.iter().map(|p| p[0]).collect();
+                batch.set_actions(&pad1)?;
+                dlpack::with_borrowed(&ext, out_ptr, out_len, |out| batch.step_trace(None, frames, out))
+            }
+            Actions::Device { ptr, len } => dlpack::with_borrowed(&ext, *ptr, *len, |a| {
+                dlpack::with_borrowed(&ext, out_ptr, out_len, |out| batch.step_trace(Some(a), frames, out))
+            }),
+        }
+    }
+
+    /// Env i takes start state `pick[i]` where `mask[i]`; both on the device.
+    fn reset_from_bank(&mut self, mask_ptr: u64, pick_ptr: u64) -> Result<(), Error> {
+        if self.starts.is_empty() {
+            return Err(Error::BadArgument("reset_from_bank needs set_bank first".into()));
+        }
+        let ext = self.ext()?;
+        let n = self.n;
+        let shared = self.batch.clone();
+        let mut batch = shared.lock();
+        if !self.starts_loaded {
+            batch.set_bank(&self.starts)?;
+            self.bank_state = None;
+            self.starts_loaded = true;
+        }
+        dlpack::with_borrowed::<u8, _>(&ext, mask_ptr, n, |mask| {
+            dlpack::with_borrowed::<u32, _>(&ext, pick_ptr, n, |pick| batch.reset_masked_device(mask, pick))
+        })?;
+        // The host mirrors of the render switch and controller 2 stay right without looking at
+        // the mask when every start state agrees with every mirror (the usual case); else read
+        // the mask and picks back (a synchronization).
+        let (r0, p0) = (self.starts[0].ppu_render_pixels, self.starts[0].pad_buttons[1]);
+        let uniform = self.starts.iter().all(|s| s.ppu_render_pixels == r0 && s.pad_buttons[1] == p0);
+        if uniform && self.render.iter().all(|&r| r == r0) && self.pad2.iter().all(|&p| p == p0) {
+            return Ok(());
+        }
+        let mut mask = vec![0u8; n];
+        let mut pick = vec![0u32; n];
+        batch.synchronize()?;
+        let cuda = |e| Error::Cuda(format!("{e:?}"));
+        dlpack::with_borrowed::<u8, _>(&ext, mask_ptr, n, |m| ext.memcpy_dtoh(m, &mut mask)).map_err(cuda)?;
+        dlpack::with_borrowed::<u32, _>(&ext, pick_ptr, n, |p| ext.memcpy_dtoh(p, &mut pick)).map_err(cuda)?;
+        ext.synchronize().map_err(cuda)?;
+        for i in 0..n {
+            if let Some(s) = self.starts.get(pick[i] as usize).filter(|_| mask[i] != 0) {
+                self.render[i] = s.ppu_render_pixels;
+                self.pad2[i] = s.pad_buttons[1];
+            }
+        }
+        Ok(())
     }
 }
 
@@ -206,7 +288,7 @@ pub struct CudaBatch {
     inner: Option<Inner>,
     /// The producer capsule of the device actions the last step read: kept until the batch
     /// has synchronized, so torch cannot reuse that memory while a kernel still reads it.
-    in_flight: Option<Py<PyAny>>,
+    in_flight: Vec<Py<PyAny>>,
     poisoned: bool,
     device: usize,
     n: usize,
@@ -241,14 +323,14 @@ impl CudaBatch {
 
     /// Waits for a step that read borrowed device actions, then lets them go.
     fn settle(&mut self, py: Python<'_>) -> PyResult<()> {
-        if self.in_flight.is_none() {
+        if self.in_flight.is_empty() {
             return Ok(());
         }
         if let Some(inner) = &self.inner {
             let shared = inner.batch.clone();
             py.detach(move || shared.synchronize())?;
         }
-        self.in_flight = None;
+        self.in_flight.clear();
         Ok(())
     }
 
@@ -295,7 +377,7 @@ impl CudaBatch {
 impl Drop for CudaBatch {
     fn drop(&mut self) {
         // Torch may reuse the borrowed actions' memory once their capsule goes: finish first.
-        if self.in_flight.is_some() {
+        if !self.in_flight.is_empty() {
             if let Some(inner) = &self.inner {
                 let _ = inner.batch.lock().synchronize();
             }
@@ -364,12 +446,14 @@ impl CudaBatch {
                     render: vec![start.ppu_render_pixels; n],
                     pad2: vec![start.pad_buttons[1]; n],
                     bank_state: None,
+                    starts: Vec::new(),
+                    starts_loaded: false,
                     ext: None,
                 })
             })
         });
         let inner = built.map_err(panic_error)?.map_err(cuda_error)?;
-        Ok(CudaBatch { inner: Some(inner), in_flight: None, poisoned: false, device, n })
+        Ok(CudaBatch { inner: Some(inner), in_flight: Vec::new(), poisoned: false, device, n })
     }
 
     #[getter]
@@ -403,22 +487,39 @@ impl CudaBatch {
         }
         let (actions, borrowed) = self.actions(actions)?;
         self.run(py, |inner| inner.step(&actions, frames as u32))?;
-        self.in_flight = borrowed.map(|b| b.capsule);
+        self.in_flight.extend(borrowed.map(|b| b.capsule));
         Ok(())
     }
 
-    /// Like `step`, and return the work RAM after every frame: (frames, N, 2048) uint8.
+    /// Like `step`, and return the work RAM after every frame: (frames, N, 2048) uint8, a new
+    /// NumPy array; or, with `out` (a contiguous CUDA uint8 tensor of that shape on this
+    /// batch's device), written into `out` on the GPU, asynchronously, and `out` returned: the
+    /// device-resident path (nothing is copied to the host, nothing waits).
+    #[pyo3(signature = (actions, frames, *, out = None))]
     fn step_trace<'py>(
         &mut self,
         py: Python<'py>,
         actions: &Bound<'_, PyAny>,
         frames: i64,
-    ) -> PyResult<Bound<'py, numpy::PyArray3<u8>>> {
+        out: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let (actions, borrowed) = self.actions(actions)?;
         if !(1..=MAX_TRACE_FRAMES).contains(&frames) {
             return Err(PyValueError::new_err(format!("frames must be between 1 and {MAX_TRACE_FRAMES}, got {frames}")));
         }
         let n = self.n;
+        if let Some(out) = out {
+            if dlpack::cuda_device_of(&out)?.is_none() {
+                return Err(PyTypeError::new_err("out must be a CUDA tensor (uint8, frames x N x 2048) for a CudaBatch"));
+            }
+            let shape = [frames, n as i64, RAM_SIZE as i64];
+            let dst = dlpack::borrow_cuda(&out, dlpack::Element::U8, &shape, self.device as i32, 1, "out", true)?;
+            let (ptr, len) = (dst.ptr, dst.len);
+            self.run(py, |inner| inner.step_trace_into(&actions, frames as u32, ptr, len))?;
+            self.in_flight.extend(borrowed.map(|b| b.capsule));
+            self.in_flight.push(dst.capsule);
+            return Ok(out);
+        }
         let out = self.run(py, |inner| {
             let mut out = Vec::with_capacity(frames as usize * n * RAM_SIZE);
             for _ in 0..frames {
@@ -428,7 +529,48 @@ impl CudaBatch {
             Ok(out)
         })?;
         drop(borrowed); // every frame has run: torch may have its tensor back
-        to_numpy(py, out, [frames as usize, n, RAM_SIZE])
+        Ok(to_numpy(py, out, [frames as usize, n, RAM_SIZE])?.into_any())
+    }
+
+    /// The start states `reset_from_bank` picks from: `save_state` blobs of this ROM (either
+    /// backend), uploaded once. `render` (when given) replaces each state's pixel switch, as
+    /// `set_render` after a reset would.
+    #[pyo3(signature = (states, *, render = None))]
+    fn set_bank(&mut self, py: Python<'_>, states: Vec<Vec<u8>>, render: Option<bool>) -> PyResult<()> {
+        if states.is_empty() {
+            return Err(PyValueError::new_err("set_bank needs at least one state"));
+        }
+        self.run(py, |inner| {
+            let mut flats = Vec::with_capacity(states.len());
+            for blob in &states {
+                let mut c = inner.power_on.clone();
+                c.load_state(blob)?;
+                let mut flat = c.to_flat();
+                if let Some(on) = render {
+                    flat.ppu_render_pixels = on as u8;
+                }
+                flats.push(flat);
+            }
+            inner.starts = flats;
+            inner.starts_loaded = false;
+            Ok(())
+        })
+    }
+
+    /// On the device, env i takes start state `pick[i]` (an index into `set_bank`'s list)
+    /// wherever `mask[i]`: `mask` a CUDA bool (or uint8 0/1) tensor of shape (N,), `pick` a
+    /// CUDA int32 tensor of shape (N,); picks outside the bank leave the env as it is.
+    /// Asynchronous, like `step`.
+    fn reset_from_bank(&mut self, py: Python<'_>, mask: &Bound<'_, PyAny>, pick: &Bound<'_, PyAny>) -> PyResult<()> {
+        let dev = self.device as i32;
+        let shape = [self.n as i64];
+        let m = dlpack::borrow_cuda(mask, dlpack::Element::Mask, &shape, dev, 1, "mask", false)?;
+        let p = dlpack::borrow_cuda(pick, dlpack::Element::U32, &shape, dev, 1, "pick", false)?;
+        let (mp, pp) = (m.ptr, p.ptr);
+        self.run(py, |inner| inner.reset_from_bank(mp, pp))?;
+        self.in_flight.push(m.capsule);
+        self.in_flight.push(p.capsule);
+        Ok(())
     }
 
     /// Write `value` at work-RAM address `addr` of every console where `mask` is true.

@@ -31,8 +31,10 @@ use pyo3::types::{PyDict, PyTuple};
 /// `DLDeviceType` values used here.
 pub const KDL_CPU: i32 = 1;
 pub const KDL_CUDA: i32 = 2;
-/// `DLDataTypeCode::kDLUInt`.
+/// `DLDataTypeCode` values used here.
+const KDL_INT: u8 = 0;
 const KDL_UINT: u8 = 1;
+const KDL_BOOL: u8 = 6;
 
 const NAME: &CStr = c"dltensor";
 const NAME_VERSIONED: &CStr = c"dltensor_versioned";
@@ -415,6 +417,58 @@ pub struct Borrowed {
 /// `obj.__dlpack__()` read as a contiguous uint8 vector of `n` elements on CUDA device
 /// `device`. `stream` is the consumer stream passed to the producer (1 = legacy default).
 pub fn borrow_cuda_u8(obj: &Bound<'_, PyAny>, n: usize, device: i32, stream: i64) -> PyResult<Borrowed> {
+    borrow_cuda(obj, Element::U8, &[n as i64], device, stream, "device actions", false)
+}
+
+/// Element types accepted by [`borrow_cuda`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Element {
+    U8,
+    /// Bytes of 0/1: torch.bool (kDLBool) or uint8.
+    Mask,
+    /// 32-bit integers (int32 or uint32), read as u32.
+    U32,
+}
+
+impl Element {
+    fn accepts(self, t: DLDataType) -> bool {
+        let (code, bits) = (t.code, t.bits);
+        t.lanes == 1
+            && match self {
+                Element::U8 => code == KDL_UINT && bits == 8,
+                Element::Mask => bits == 8 && (code == KDL_UINT || code == KDL_BOOL),
+                Element::U32 => bits == 32 && (code == KDL_UINT || code == KDL_INT),
+            }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Element::U8 => "uint8",
+            Element::Mask => "bool (or uint8)",
+            Element::U32 => "int32",
+        }
+    }
+
+    fn size(self) -> usize {
+        match self {
+            Element::U8 | Element::Mask => 1,
+            Element::U32 => 4,
+        }
+    }
+}
+
+/// `obj.__dlpack__()` read as a C-contiguous CUDA tensor of `shape` and element `elem` on
+/// device `device` (`what` names it in errors). `writable`: the capsule must not be flagged
+/// read-only. `len` of the result counts bytes.
+pub fn borrow_cuda(
+    obj: &Bound<'_, PyAny>,
+    elem: Element,
+    shape: &[i64],
+    device: i32,
+    stream: i64,
+    what: &str,
+    writable: bool,
+) -> PyResult<Borrowed> {
     let py = obj.py();
     let kwargs = PyDict::new(py);
     kwargs.set_item("stream", stream)?;
@@ -431,52 +485,66 @@ pub fn borrow_cuda_u8(obj: &Bound<'_, PyAny>, n: usize, device: i32, stream: i64
     let raw = capsule.as_ptr();
     // SAFETY: `raw` is a live object (held by `capsule`). `PyCapsule_IsValid` checks type and
     // name without raising; with a valid name, the pointer is the producer's managed tensor,
-    // which stays alive (and unmodified by us) while the capsule is held. We only read it.
-    let t: &DLTensor = unsafe {
+    // which stays alive while the capsule is held. We only read the descriptor.
+    let (t, read_only): (&DLTensor, bool) = unsafe {
         if ffi::PyCapsule_IsValid(raw, NAME_VERSIONED.as_ptr()) == 1 {
             let m = ffi::PyCapsule_GetPointer(raw, NAME_VERSIONED.as_ptr()) as *const DLManagedTensorVersioned;
             if (*m).version.major != 1 {
                 return Err(PyBufferError::new_err(format!("unsupported DLPack version {}", (*m).version.major)));
             }
-            &(*m).dl_tensor
+            (&(*m).dl_tensor, (*m).flags & 1 != 0)
         } else if ffi::PyCapsule_IsValid(raw, NAME.as_ptr()) == 1 {
             let m = ffi::PyCapsule_GetPointer(raw, NAME.as_ptr()) as *const DLManagedTensor;
-            &(*m).dl_tensor
+            (&(*m).dl_tensor, false)
         } else {
             return Err(PyTypeError::new_err("__dlpack__ did not return a DLPack capsule"));
         }
     };
     if t.device.device_type != KDL_CUDA || t.device.device_id != device {
         return Err(PyValueError::new_err(format!(
-            "device actions must be on cuda:{device}, got DLPack device ({}, {})",
+            "{what} must be on cuda:{device}, got DLPack device ({}, {})",
             t.device.device_type, t.device.device_id
         )));
     }
-    if t.dtype != (DLDataType { code: KDL_UINT, bits: 8, lanes: 1 }) {
+    if !elem.accepts(t.dtype) {
         return Err(PyTypeError::new_err(format!(
-            "actions must have dtype uint8 (button bitmasks), got DLPack dtype code {} bits {} lanes {}",
-            t.dtype.code, t.dtype.bits, t.dtype.lanes
+            "{what} must have dtype {}, got DLPack dtype code {} bits {} lanes {}",
+            elem.name(),
+            t.dtype.code,
+            t.dtype.bits,
+            t.dtype.lanes
         )));
     }
     // SAFETY: per DLPack, `shape` (and `strides` unless null) hold `ndim` elements.
-    let (shape, stride) = unsafe {
+    let (have, strides) = unsafe {
         let ndim = t.ndim.max(0) as usize;
-        let shape = std::slice::from_raw_parts(t.shape, ndim).to_vec();
-        let stride = if t.strides.is_null() || ndim == 0 { 1 } else { *t.strides };
-        (shape, stride)
+        let have = std::slice::from_raw_parts(t.shape, ndim).to_vec();
+        let strides = if t.strides.is_null() { None } else { Some(std::slice::from_raw_parts(t.strides, ndim).to_vec()) };
+        (have, strides)
     };
-    if shape != [n as i64] {
-        let s = shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ");
-        return Err(PyValueError::new_err(format!(
-            "device actions must have shape ({n},) (controller 1 only), got ({s}{})",
-            if shape.len() == 1 { "," } else { "" }
-        )));
+    if have != shape {
+        let fmt = |s: &[i64]| {
+            let body = s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ");
+            format!("({body}{})", if s.len() == 1 { "," } else { "" })
+        };
+        return Err(PyValueError::new_err(format!("{what} must have shape {}, got {}", fmt(shape), fmt(&have))));
     }
-    if stride != 1 && n > 1 {
-        return Err(PyValueError::new_err("device actions must be contiguous (stride 1)"));
+    if let Some(strides) = strides {
+        // C-contiguous: each stride is the product of the later extents (extent-1 axes are free).
+        let mut expect = 1i64;
+        for (d, s) in shape.iter().zip(&strides).rev() {
+            if *d > 1 && *s != expect {
+                return Err(PyValueError::new_err(format!("{what} must be contiguous")));
+            }
+            expect *= d;
+        }
+    }
+    if writable && read_only {
+        return Err(PyValueError::new_err(format!("{what} is read-only")));
     }
     let ptr = t.data as u64 + t.byte_offset;
-    Ok(Borrowed { capsule: capsule.unbind(), ptr, len: n })
+    let len = shape.iter().product::<i64>().max(0) as usize * elem.size();
+    Ok(Borrowed { capsule: capsule.unbind(), ptr, len })
 }
 
 /// Whether `obj` looks like a DLPack producer on CUDA (`__dlpack_device__()[0] == 2`).
@@ -511,6 +579,24 @@ pub fn step_borrowed(
     // so the slice owns no events and the launch adds no waits.
     let slice = std::mem::ManuallyDrop::new(unsafe { ext.upgrade_device_ptr::<u8>(ptr, len) });
     let r = batch.step_device(&slice, frames);
+    std::mem::ManuallyDrop::into_inner(slice).leak();
+    r
+}
+
+/// Runs `f` on `len` elements of `T` at device address `ptr`, memory of another library,
+/// wrapped as a cudarc slice that is never freed (see [`step_borrowed`] for the contract: the
+/// caller holds the producer's capsule until the batch's next synchronize).
+pub fn with_borrowed<T: cudarc::driver::DeviceRepr, R>(
+    ext: &Arc<cudarc::driver::CudaStream>,
+    ptr: u64,
+    len: usize,
+    f: impl FnOnce(&mut cudarc::driver::CudaSlice<T>) -> R,
+) -> R {
+    // SAFETY: as in `step_borrowed`: a live allocation of `len` elements of `T` on this
+    // device's primary context; ManuallyDrop + leak hand it back without freeing, even if
+    // `f` panics.
+    let mut slice = std::mem::ManuallyDrop::new(unsafe { ext.upgrade_device_ptr::<T>(ptr, len) });
+    let r = f(&mut slice);
     std::mem::ManuallyDrop::into_inner(slice).leak();
     r
 }
