@@ -189,9 +189,22 @@ class CudaBatch:
         dtype, ``ValueError`` for another shape or device, or ``frames`` outside 0..2**20.
         """
 
-    def step_trace(self, actions: Any, frames: int) -> npt.NDArray[np.uint8]:
+    def step_trace(self, actions: Any, frames: int, *, out: Any = None) -> Any:
         """Like ``step``, and return the work RAM after every frame: a new (frames, N, 2048)
-        uint8 array. Raises like ``step``; ``ValueError`` for ``frames`` outside 1..1024."""
+        uint8 array; or, with ``out`` (a contiguous CUDA uint8 tensor of that shape on this
+        batch's device), write it there on the GPU, asynchronously, and return ``out``. Raises
+        like ``step``; ``ValueError`` for ``frames`` outside 1..1024 or a wrong ``out`` shape,
+        ``TypeError`` for an ``out`` that is not a CUDA uint8 tensor."""
+
+    def set_bank(self, states: list[bytes], *, render: bool | None = None) -> None:
+        """The start states ``reset_from_bank`` picks from (``save_state`` blobs of this ROM),
+        uploaded once; ``render`` replaces their pixel switch. ``StateError`` if one is refused."""
+
+    def reset_from_bank(self, mask: Any, pick: Any) -> None:
+        """On the GPU, console i takes bank state ``pick[i]`` where ``mask[i]``: ``mask`` a CUDA
+        bool tensor (N,), ``pick`` a CUDA int32 tensor (N,); a pick outside the bank leaves the
+        console as it is. Asynchronous, like ``step``; the tensors are held until the batch
+        next synchronizes."""
 
     def write_ram(self, addr: int, value: int, mask: npt.NDArray[np.bool_] | None = None) -> None:
         """As ``CpuBatch.write_ram``."""

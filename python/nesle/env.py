@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from nesle._device import to_numpy
 from nesle.vector import EnvState, NesleVectorEnv
 
 
@@ -36,7 +37,7 @@ class NesleEnv(gym.Env):
         super().reset(seed=seed)
         if seed is not None:
             self.action_space.seed(seed)
-        obs, info = self.vec.reset(seed=seed, options=options)
+        obs, info = to_numpy(self.vec.reset(seed=seed, options=options))
         return obs[0], _unbatch(info)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -46,7 +47,9 @@ class NesleEnv(gym.Env):
                 raise TypeError(
                     f"action must be an int in 0..{self.vec.num_actions - 1}, got {action!r}"
                 )
-        obs, reward, terminated, truncated, info = self.vec.step(np.asarray([action]))
+        # NumPy out on every backend (a CUDA backend's tensors come to the host here).
+        step = to_numpy(self.vec.step(np.asarray([action])))
+        obs, reward, terminated, truncated, info = step
         return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), _unbatch(info)
 
     def render(self) -> np.ndarray | None:
@@ -60,11 +63,11 @@ class NesleEnv(gym.Env):
         return self.vec.save_state(0)
 
     def load_state(self, state: EnvState) -> np.ndarray:
-        return self.vec.load_state(0, state)
+        return to_numpy(self.vec.load_state(0, state))
 
     def ram(self) -> np.ndarray:
         """(2048,) work RAM now."""
-        return self.vec.ram()[0]
+        return to_numpy(self.vec.ram()[0])
 
 
 def _unbatch(info: dict[str, Any]) -> dict[str, Any]:

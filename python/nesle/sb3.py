@@ -24,6 +24,7 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
+from nesle._device import to_numpy
 from nesle.vector import NesleVectorEnv
 
 
@@ -62,7 +63,7 @@ class NesleVecEnv(VecEnv):
 
     def reset(self) -> np.ndarray:
         seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
-        obs, info = self.venv.reset(seed=seed)
+        obs, info = to_numpy(self.venv.reset(seed=seed))
         self._reset_seeds()
         self._reset_options()
         self.reset_infos = [_env_info(info, i) for i in range(self.num_envs)]
@@ -75,7 +76,8 @@ class NesleVecEnv(VecEnv):
         if self._actions is None:
             raise RuntimeError("step_wait() without step_async()")
         actions, self._actions = self._actions, None
-        obs, reward, terminated, truncated, info = self.venv.step(actions)
+        # SB3 works in NumPy: the CUDA backend's tensors come to the host here, once a step.
+        obs, reward, terminated, truncated, info = to_numpy(self.venv.step(actions))
         dones = terminated | truncated
         infos = [_env_info(info, i) for i in range(self.num_envs)]
         for i in np.flatnonzero(dones):

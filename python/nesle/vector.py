@@ -66,6 +66,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from nesle import _native, roms
+from nesle._device import DeviceStep
 from nesle import actions as actions_mod
 from nesle import start_states as starts
 from nesle.games import GAMES, GameSpec
@@ -236,6 +237,7 @@ class NesleVectorEnv(VectorEnv):
         copy: bool = True,
     ) -> None:
         self._batch: Any = None  # set last: a failed __init__ leaves nothing half-built
+        self._dev: DeviceStep | None = None
         _check_int("num_envs", num_envs, 1)
         _check_int("frameskip", frameskip, 1, 1024)
         _check_int("frame_stack", frame_stack, 1)
@@ -251,6 +253,7 @@ class NesleVectorEnv(VectorEnv):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
 
         game, rom = load_game(game_or_rom)
+        self._rom = rom
         self.game = game
         self.num_envs = num_envs
         self.frameskip = frameskip
@@ -310,6 +313,8 @@ class NesleVectorEnv(VectorEnv):
             self._in_place) else None  # fmt: skip
         self._pixels = np.zeros((num_envs, _native.HEIGHT, _native.WIDTH), np.uint8) if (
             self._in_place and obs == "gray84") else None  # fmt: skip
+        # The CUDA backend keeps every step on the GPU (nesle._device): torch tensors out.
+        self._dev = DeviceStep(self, device) if self.backend == "cuda" else None
 
     # --- gymnasium API ---
 
@@ -336,8 +341,12 @@ class NesleVectorEnv(VectorEnv):
                 raise ValueError(
                     f"options['reset_mask'] must be a bool array of shape ({self.num_envs},)"
                 )
-        self._restart(mask)
         self._needs_reset = False
+        if self._dev is not None:
+            if seed is not None:
+                self._dev.next_start.zero_()
+            return self._dev.reset(mask)
+        self._restart(mask)
         return self._observation(), self._info(self._ram)
 
     def step(
@@ -346,6 +355,8 @@ class NesleVectorEnv(VectorEnv):
         self._check_open()
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
+        if self._dev is not None:
+            return self._dev.step(actions)
         buttons = self._masks[self._check_actions(actions)]
         trace = self._run(buttons)  # (frameskip, N, 2048)
         n = self.num_envs
@@ -392,12 +403,16 @@ class NesleVectorEnv(VectorEnv):
         rgb = _host(self._batch.rgb()).copy()
         pictures = self._pictures
         assert pictures is not None  # built whenever render_mode is set
-        for i in np.flatnonzero(self._fresh):
-            rgb[i] = pictures.rgb(self.start_bank[self._start_of[i]].frame)
+        fresh, start_of = self._fresh, self._start_of
+        if self._dev is not None:
+            fresh, start_of = self._dev.fresh.cpu().numpy(), self._dev.start_of.cpu().numpy()
+        for i in np.flatnonzero(fresh):
+            rgb[i] = pictures.rgb(self.start_bank[start_of[i]].frame)
         return rgb
 
     def close_extras(self, **kwargs: Any) -> None:
         self._batch = None
+        self._dev = None
 
     # --- search: save and restore single consoles ---
 
@@ -406,6 +421,11 @@ class NesleVectorEnv(VectorEnv):
         self._check_open()
         i = self._index(i)
         frame = _host(self._batch.pixels())[i].copy()
+        if self._dev is not None:
+            d = self._dev
+            if d.fresh_at(i):
+                frame = self.start_bank[d.start_of_at(i)].frame.copy()
+            return EnvState(self._batch.save_state(i), frame, int(d.elapsed[i]))
         if self._fresh[i]:
             frame = self.start_bank[self._start_of[i]].frame.copy()
         return EnvState(self._batch.save_state(i), frame, int(self._elapsed[i]))
@@ -419,10 +439,12 @@ class NesleVectorEnv(VectorEnv):
             raise TypeError(f"state must be an EnvState from save_state(), got {type(state)}")
         self._batch.load_state(i, state.console)
         self._batch.set_render(self._draw)
+        self._needs_reset = False
+        if self._dev is not None:
+            return self._dev.load(i, state)
         self._ram = _host(self._batch.ram())  # a new array on both backends
         self._elapsed[i] = state.elapsed_steps
         self._frames[:, i] = self._frame_obs_of(state.frame[None], self._ram[i : i + 1])[0]
-        self._needs_reset = False
         return self._observation(copy=True)[i]
 
     @property
@@ -434,10 +456,10 @@ class NesleVectorEnv(VectorEnv):
         """The controller bitmask of each action."""
         return self._masks.copy()
 
-    def ram(self) -> np.ndarray:
-        """(N, 2048) work RAM now."""
+    def ram(self) -> Any:
+        """(N, 2048) work RAM now (a torch tensor on the CUDA backend's GPU)."""
         self._check_open()
-        return self._ram.copy()
+        return self._ram.copy() if self._dev is None else self._dev.ram.clone()
 
     def __repr__(self) -> str:
         name = self.game.name if self.game else "rom"

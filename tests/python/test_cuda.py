@@ -19,6 +19,9 @@ import pytest
 
 import nesle
 from nesle import _native
+from nesle._device import to_numpy
+
+torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.gpu
 
@@ -128,17 +131,82 @@ def test_make_vec_on_cuda_matches_cpu(game, kwargs):
     assert (cpu.backend, gpu.backend) == ("cpu", "cuda")
     o1, _ = cpu.reset(seed=11)
     o2, _ = gpu.reset(seed=11)
-    np.testing.assert_array_equal(o1, o2)
+    assert o2.is_cuda and o2.dtype == torch.uint8  # the CUDA backend's step stays on the GPU
+    np.testing.assert_array_equal(o1, o2.cpu().numpy())
     rng = np.random.default_rng(2)
+    ended = 0
     for t in range(steps):
         a = rng.integers(0, cpu.single_action_space.n, n)
-        r1, r2 = cpu.step(a), gpu.step(a)
+        # Actions as a CUDA tensor half of the time: both must be accepted.
+        r1, r2 = cpu.step(a), gpu.step(torch.as_tensor(a, device="cuda") if t % 2 else a)
         for name, x, y in zip(("obs", "reward", "terminated", "truncated"), r1[:4], r2[:4]):
-            np.testing.assert_array_equal(x, y, err_msg=f"{name} at step {t}")
-        assert r1[4].keys() == r2[4].keys()
-    np.testing.assert_array_equal(cpu.ram(), gpu.ram())
+            assert y.is_cuda, name
+            np.testing.assert_array_equal(x, y.cpu().numpy(), err_msg=f"{name} at step {t}")
+        i1, i2 = r1[4], to_numpy(r2[4])
+        for key in i1:
+            if key in ("final_obs", "final_info"):
+                continue
+            if isinstance(i1[key], dict):
+                for sub in i1[key]:
+                    np.testing.assert_array_equal(i1[key][sub], i2[key][sub], err_msg=f"{key}.{sub}")
+            else:
+                np.testing.assert_array_equal(i1[key], i2[key], err_msg=f"info {key} at step {t}")
+        done = r1[2] | r1[3]
+        ended += int(done.sum())
+        for i in np.flatnonzero(done):  # the final observation of an ended episode
+            np.testing.assert_array_equal(i1["final_obs"][i], i2["final_obs"][i])
+    assert ended > 0  # max_episode_steps=20: the device auto-reset ran
+    np.testing.assert_array_equal(cpu.ram(), gpu.ram().cpu().numpy())
     cpu.close()
     gpu.close()
+
+
+def test_sb3_and_single_env_get_numpy_from_the_cuda_backend(smb_rom):
+    from nesle.sb3 import NesleVecEnv
+
+    venv = NesleVecEnv("smb", 4, backend="cuda", max_episode_steps=5)
+    obs = venv.reset()
+    assert isinstance(obs, np.ndarray)
+    for _ in range(6):
+        obs, reward, dones, infos = venv.step(np.ones(4, np.int64))
+        assert isinstance(obs, np.ndarray) and isinstance(reward, np.ndarray)
+    assert dones.any() and "terminal_observation" in infos[int(np.flatnonzero(dones)[0])]
+    env = nesle.make("smb", backend="cuda")
+    obs, info = env.reset(seed=0)
+    assert isinstance(obs, np.ndarray) and isinstance(info["x_pos"], int)
+    obs, r, term, trunc, info = env.step(1)
+    assert isinstance(obs, np.ndarray) and isinstance(r, float)
+
+
+def test_device_trace_and_bank_reset_match_the_cpu(smb_rom):
+    n = 8
+    cpu, gpu = _pair(smb_rom, n)
+    trace = torch.empty((3, n, 2048), dtype=torch.uint8, device="cuda")
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        a = rng.integers(0, 256, n, dtype=np.uint8)
+        expect = cpu.step_trace(a, 3)
+        assert gpu.step_trace(torch.as_tensor(a, device="cuda"), 3, out=trace) is trace
+        np.testing.assert_array_equal(trace.cpu().numpy(), expect)
+    blobs = [cpu.save_state(1), cpu.save_state(5)]
+    gpu.set_bank(blobs)
+    mask = torch.tensor([True, False, True, True, False, False, True, False], device="cuda")
+    pick = torch.tensor([0, 1, 1, 7, 0, 0, 0, 1], dtype=torch.int32, device="cuda")  # 7: no such state
+    gpu.reset_from_bank(mask, pick)
+    for i, (m, p) in enumerate(zip(mask.tolist(), pick.tolist())):
+        if m and p < 2:
+            cpu.load_state(i, blobs[p])
+    assert [gpu.save_state(i) for i in range(n)] == [cpu.save_state(i) for i in range(n)]
+    a = rng.integers(0, 256, n, dtype=np.uint8)
+    cpu.step(a, 2)
+    gpu.step(a, 2)
+    _assert_same(cpu, gpu, where="after reset_from_bank and a step")
+    with pytest.raises(ValueError, match="shape"):
+        gpu.step_trace(np.zeros(n, np.uint8), 2, out=trace)
+    with pytest.raises(TypeError, match="CUDA"):
+        gpu.step_trace(np.zeros(n, np.uint8), 3, out=np.zeros((3, n, 2048), np.uint8))
+    with pytest.raises(TypeError, match="int32"):
+        gpu.reset_from_bank(mask, pick.long())
 
 
 def test_auto_picks_cuda_here(smb_rom):

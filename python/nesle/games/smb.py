@@ -1,7 +1,8 @@
 """Super Mario Bros. (NES, the gym-super-mario-bros 7.4.0 ROM): RAM map, info, reward, done.
 
 Pure functions of work RAM, vectorised: ``ram`` is a uint8 array of shape (..., 2048), e.g.
-``CpuBatch.ram()`` (N, 2048) or one console's (2048,). The semantics reproduce
+``CpuBatch.ram()`` (N, 2048) or one console's (2048,), or a torch tensor on the GPU (the CUDA
+backend computes rewards and infos there, with the same code; see ``_xp.py``). The semantics reproduce
 ``gym_super_mario_bros/smb_env.py`` of gym-super-mario-bros 7.4.0 (with nes-py 8.2.1), so
 rewards and infos can be compared with that environment step for step.
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+
+from nesle.games._xp import clip, f64, host, i64, isin, where
 
 Ram = npt.NDArray[np.uint8]
 
@@ -58,14 +61,13 @@ STATUS_NAMES = np.array(["small", "tall", "fireball"])
 
 
 def _byte(ram: Ram, name: str) -> npt.NDArray[np.int64]:
-    return ram[..., ADDR[name]].astype(np.int64)
+    return i64(ram[..., ADDR[name]])
 
 
 def _digits(ram: Ram, name: str, n: int) -> npt.NDArray[np.int64]:
     """A number stored one decimal digit per byte, most significant first."""
     start = ADDR[name]
-    weights = 10 ** np.arange(n - 1, -1, -1, dtype=np.int64)
-    return ram[..., start : start + n].astype(np.int64) @ weights
+    return sum(i64(ram[..., start + k]) * 10 ** (n - 1 - k) for k in range(n))
 
 
 def x_pos(ram: Ram) -> npt.NDArray[np.int64]:
@@ -75,7 +77,7 @@ def x_pos(ram: Ram) -> npt.NDArray[np.int64]:
 def y_pos(ram: Ram) -> npt.NDArray[np.int64]:
     """Height above the bottom of the screen; above the screen it keeps counting past 255."""
     y = 255 - _byte(ram, "y_pixel")
-    return np.where(_byte(ram, "y_viewport") < 1, 255 + y, y)
+    return where(_byte(ram, "y_viewport") < 1, 255 + y, y)
 
 
 def world(ram: Ram) -> npt.NDArray[np.int64]:
@@ -112,7 +114,7 @@ def life(ram: Ram) -> npt.NDArray[np.int64]:
 
 def status(ram: Ram) -> npt.NDArray[np.str_]:
     """'small', 'tall' or 'fireball' (gym-super-mario-bros maps every value above 1 to fireball)."""
-    return STATUS_NAMES[np.minimum(_byte(ram, "player_status"), 2)]
+    return STATUS_NAMES[np.minimum(host(_byte(ram, "player_status")), 2)]
 
 
 def is_dying(ram: Ram) -> npt.NDArray[np.bool_]:
@@ -128,7 +130,7 @@ def is_game_over(ram: Ram) -> npt.NDArray[np.bool_]:
 
 
 def is_busy(ram: Ram) -> npt.NDArray[np.bool_]:
-    return np.isin(ram[..., ADDR["player_state"]], BUSY_STATES)
+    return isin(ram[..., ADDR["player_state"]], BUSY_STATES)
 
 
 def is_world_over(ram: Ram) -> npt.NDArray[np.bool_]:
@@ -139,7 +141,7 @@ def is_stage_over(ram: Ram) -> npt.NDArray[np.bool_]:
     """Bowser or the flagpole is loaded and Mario slides down the pole."""
     start = ADDR["enemy_types"]
     enemies = ram[..., start : start + 5]
-    boss_or_flag = np.isin(enemies, STAGE_OVER_ENEMIES).any(axis=-1)
+    boss_or_flag = isin(enemies, STAGE_OVER_ENEMIES).any(-1)
     return boss_or_flag & (_byte(ram, "float_state") == 3)
 
 
@@ -171,10 +173,10 @@ def reward(prev: Ram, ram: Ram) -> npt.NDArray[np.int64]:
     - death: -25 while Mario is dying or dead.
     """
     dx = x_pos(ram) - x_pos(prev)
-    dx = np.where(np.abs(dx) > MAX_X_DELTA, 0, dx)
-    dt = np.minimum(time(ram) - time(prev), 0)
-    death = np.where(is_dying(ram) | is_dead(ram), DEATH_PENALTY, 0)
-    return np.clip(dx + dt + death, *REWARD_RANGE)
+    dx = where(abs(dx) > MAX_X_DELTA, 0, dx)
+    dt = clip(time(ram) - time(prev), None, 0)
+    death = where(is_dying(ram) | is_dead(ram), DEATH_PENALTY, 0)
+    return clip(dx + dt + death, *REWARD_RANGE)
 
 
 def done(ram: Ram, *, single_stage: bool = False) -> npt.NDArray[np.bool_]:
@@ -236,10 +238,12 @@ def shaped_reward(prev: Ram, ram: Ram, **weights: float) -> npt.NDArray[np.float
         )
     w = {**SHAPED_REWARD, **weights}
     dx = x_pos(ram) - x_pos(prev)
-    moved = np.abs(dx) <= MAX_X_DELTA
-    r = w["progress"] * np.where(moved, dx, 0)
-    r = r + w["checkpoint"] * (moved & (_byte(ram, "x_page") > _byte(prev, "x_page")))
-    r = r + w["death"] * (life_lost(ram) & ~life_lost(prev))
-    r = r + w["flag"] * (flag_get(ram) & ~flag_get(prev))
-    r = r + w["time"] * np.maximum(time(prev) - time(ram), 0)
-    return r.astype(np.float64)
+    moved = abs(dx) <= MAX_X_DELTA
+    # Each term made float64 before its weight: torch would round a float weight times an
+    # integer or bool tensor to float32.
+    r = w["progress"] * f64(where(moved, dx, 0))
+    r = r + w["checkpoint"] * f64(moved & (_byte(ram, "x_page") > _byte(prev, "x_page")))
+    r = r + w["death"] * f64(life_lost(ram) & ~life_lost(prev))
+    r = r + w["flag"] * f64(flag_get(ram) & ~flag_get(prev))
+    r = r + w["time"] * f64(clip(time(prev) - time(ram), 0, None))
+    return r

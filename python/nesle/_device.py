@@ -1,0 +1,281 @@
+"""The CUDA backend's step, kept on the GPU: what :class:`nesle.vector.NesleVectorEnv` runs when
+its batch is a ``CudaBatch``.
+
+Everything per step stays in device memory as torch tensors: the actions are looked up in a
+device table of button masks, the batch records the RAM after every frame straight into a
+device trace (``CudaBatch.step_trace(out=...)``), the game's reward and done functions (the same
+:mod:`nesle.games` code the CPU backend runs, see ``games/_xp.py``) run on that trace, pictures
+are made from the device picture buffer, and ended episodes restart from a bank of start states
+uploaded once (``CudaBatch.reset_from_bank``) without their states crossing to the host.
+
+What still crosses: one small read per step that validates the actions (a bad action must
+raise, not run), names in infos (SMB ``status``, Tetris pieces: N bytes), Tetris' per-reset RNG
+writes, and ``start_sampling="random"`` (its draws come from the env's NumPy generator, so the
+CPU and CUDA backends pick the same start states).
+
+Returned values are torch tensors on the env's GPU: observations (uint8), rewards (float32),
+terminated/truncated (bool), and every numeric info entry with its ``_key`` mask. Unlike the CPU
+backend, ``infos["final_obs"]`` is one tensor holding every env's observation before the reset
+(meaningful where ``infos["_final_obs"]``), and ``final_obs``/``final_info`` are present on every
+step, so that a step never has to wait for the GPU to know whether an episode ended.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nesle import _native
+
+#: Environments converted to pictures at once (bounds the float32 temporaries of gray84).
+PICTURE_CHUNK = 4096
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as e:  # pragma: no cover - torch is a dependency of the CUDA path
+        raise _native.BackendUnavailableError(
+            "the CUDA backend returns torch tensors: install torch (pip install torch)"
+        ) from e
+    return torch
+
+
+class DeviceStep:
+    """The device-resident state and step of one :class:`NesleVectorEnv` (see the module doc)."""
+
+    def __init__(self, env: Any, device: int) -> None:
+        torch = self.torch = _torch()
+        self.env = env
+        self.dev = torch.device("cuda", device)
+        n, k = env.num_envs, env.frame_stack
+        self.arange = torch.arange(n, device=self.dev)
+        self.masks = torch.as_tensor(env._masks, device=self.dev)
+        self.trace = torch.empty((env.frameskip, n, _native.RAM_SIZE), dtype=torch.uint8, device=self.dev)
+        self.ram = torch.zeros((n, _native.RAM_SIZE), dtype=torch.uint8, device=self.dev)
+        self.frames = torch.zeros((k, n, *env._frame_shape), dtype=torch.uint8, device=self.dev)
+        self.obs_buf = torch.zeros((n, k, *env._frame_shape), dtype=torch.uint8, device=self.dev)
+        self.head = 0
+        self.elapsed = torch.zeros(n, dtype=torch.int64, device=self.dev)
+        self.start_of = torch.zeros(n, dtype=torch.int64, device=self.dev)
+        self.fresh = torch.zeros(n, dtype=torch.bool, device=self.dev)
+        self.next_start = torch.zeros((), dtype=torch.int64, device=self.dev)
+        bank = env.start_bank
+        env._batch.set_bank([s.state for s in bank], render=env._draw)
+        self.start_frames = torch.as_tensor(np.stack(env._start_frames), device=self.dev)
+        probe = _native.CpuBatch(env._rom, 1)
+        rams = []
+        for s in bank:
+            probe.load_state(0, s.state)
+            rams.append(probe.ram()[0])
+        self.start_ram = torch.as_tensor(np.stack(rams), device=self.dev)
+        pictures = env._pictures
+        if pictures is not None:
+            self.palette = torch.as_tensor(pictures.palette, device=self.dev)
+            self.gray = torch.as_tensor(pictures.gray, device=self.dev)
+            (ri, rw), (ci, cw) = pictures.rows, pictures.cols
+            self.rows = torch.as_tensor(ri, device=self.dev), torch.as_tensor(rw, device=self.dev)
+            self.cols = torch.as_tensor(ci, device=self.dev), torch.as_tensor(cw, device=self.dev)
+
+    # --- the gymnasium verbs ---
+
+    def reset(self, mask: Any) -> tuple[Any, dict[str, Any]]:
+        self.restart(self.torch.as_tensor(mask, device=self.dev))
+        return self.observation(), self.info(self.ram)
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        torch, env = self.torch, self.env
+        n, fs = env.num_envs, env.frameskip
+        buttons = self.masks[self.check_actions(actions)]
+        trace = env._batch.step_trace(buttons, fs, out=self.trace)
+        reward = torch.zeros(n, dtype=torch.float64, device=self.dev)
+        ended = torch.zeros(n, dtype=torch.bool, device=self.dev)
+        end_frame = torch.full((n,), fs - 1, dtype=torch.int64, device=self.dev)
+        prev = self.ram
+        for f in range(fs):
+            ram = trace[f]
+            r = torch.as_tensor(env._reward_fn(prev, ram), dtype=torch.float64, device=self.dev)
+            reward += torch.where(ended, 0.0, r)
+            now = torch.as_tensor(env._done_fn(ram), dtype=torch.bool, device=self.dev) & ~ended
+            end_frame = torch.where(now, f, end_frame)
+            ended |= now
+            prev = ram
+        self.ram = trace[-1].clone()  # the trace is overwritten by the next step
+        self.elapsed += 1
+        terminated = ended
+        truncated = torch.zeros(n, dtype=torch.bool, device=self.dev)
+        if env.max_episode_steps is not None:
+            truncated = (self.elapsed >= env.max_episode_steps) & ~terminated
+        self.fresh.zero_()
+        self.push()
+        info = self.info(trace[end_frame, self.arange])
+        if env.autoreset:
+            done = terminated | truncated
+            info["final_obs"], info["_final_obs"] = self.observation(copy=True), done.clone()
+            info["final_info"], info["_final_info"] = _masked(info, done), done.clone()
+            self.restart(done)
+            fresh = self.info(self.ram)
+            for key in fresh:
+                if not key.startswith("_"):
+                    info[key] = _where(done, fresh[key], info[key])
+        return self.observation(), reward.float(), terminated, truncated, info
+
+    # --- internals ---
+
+    def check_actions(self, actions: Any) -> Any:
+        """Actions as a device int64 tensor, checked like the CPU backend's (one host read)."""
+        torch, n, k = self.torch, self.env.num_envs, len(self.env._masks)
+        if isinstance(actions, torch.Tensor):
+            a = actions
+            if a.dtype == torch.bool or a.is_floating_point() or a.is_complex():
+                raise TypeError(
+                    f"actions must be integers (an int tensor of shape ({n},)), got dtype {a.dtype}"
+                )
+            if tuple(a.shape) != (n,):
+                raise ValueError(
+                    f"actions must have shape ({n},) for {n} environments, got {tuple(a.shape)}"
+                )
+            a = a.to(self.dev, torch.int64)
+        else:
+            a = torch.as_tensor(self.env._check_actions(actions), device=self.dev).long()
+        bad = (a < 0) | (a >= k)
+        if n and bool(bad.any()):
+            raise ValueError(
+                f"action {int(a[bad][0])} is out of range: the action space is Discrete({k})"
+            )
+        return a
+
+    def restart(self, mask: Any) -> None:
+        """Consoles in ``mask`` (a device bool tensor) restart from start states."""
+        torch, env = self.torch, self.env
+        n, k = env.num_envs, len(env.start_bank)
+        if env.start_sampling == "random" and k > 1:
+            idx = torch.nonzero(mask).flatten()
+            draws = env._rng.integers(0, k, idx.numel())  # the CPU backend's draws
+            pick = torch.zeros(n, dtype=torch.int64, device=self.dev)
+            pick[idx] = torch.as_tensor(draws, device=self.dev)
+        else:  # round robin over the masked envs in order, as the CPU backend
+            pick = (self.next_start + torch.cumsum(mask.long(), 0) - 1) % k
+            self.next_start = (self.next_start + mask.sum()) % k
+        env._batch.reset_from_bank(mask, pick.to(torch.int32))
+        if env._on_reset is not None:  # RAM writes made on the host (Tetris' RNG seed)
+            env._on_reset(env._batch, mask.cpu().numpy(), env._rng)
+            self.ram = torch.from_dlpack(env._batch.ram_tensor()).clone()
+        else:
+            self.ram = torch.where(mask[:, None], self.start_ram[pick], self.ram)
+        self.elapsed = torch.where(mask, 0, self.elapsed)
+        self.start_of = torch.where(mask, pick, self.start_of)
+        self.fresh |= mask
+        first = self.start_frames[pick] if env.obs_mode != "ram" else self.ram
+        shape = (1, n) + (1,) * (self.frames.dim() - 2)
+        self.frames.copy_(torch.where(mask.view(shape), first.unsqueeze(0), self.frames))
+
+    def push(self) -> None:
+        """Every console's observation frame now, into the next slot of the ring."""
+        env = self.env
+        self.head = (self.head + 1) % env.frame_stack
+        slot = self.frames[self.head]
+        if env.obs_mode == "ram":
+            slot.copy_(self.ram)
+        elif env.obs_mode in ("rgb", "gray84"):
+            pixels = self.torch.from_dlpack(env._batch.pixels_tensor())
+            for lo in range(0, env.num_envs, PICTURE_CHUNK):
+                part = pixels[lo : lo + PICTURE_CHUNK].long()
+                made = self.palette[part] if env.obs_mode == "rgb" else self.gray84(part)
+                slot[lo : lo + PICTURE_CHUNK].copy_(made)
+
+    def gray84(self, indices: Any) -> Any:
+        """``_Pictures.gray84`` on the GPU: the same float32 operations in the same order, so
+        the same bytes."""
+        torch = self.torch
+        g = self.gray[indices]
+        (ri, rw), (ci, cw) = self.rows, self.cols
+        rows = sum(rw[:, k, None] * g[:, ri[:, k], :] for k in range(ri.shape[1]))
+        out = sum(cw[:, k] * rows[:, :, ci[:, k]] for k in range(ci.shape[1]))
+        return torch.clamp(torch.round(out), 0, 255).to(torch.uint8)
+
+    def observation(self, copy: bool | None = None) -> Any:
+        env = self.env
+        copy = env.copy if copy is None else copy
+        k = env.frame_stack
+        if k == 1:
+            return self.frames[0].clone() if copy else self.frames[0]
+        ring = [self.frames[(self.head + 1 + j) % k] for j in range(k)]
+        if copy:
+            return self.torch.stack(ring, dim=1)
+        for j, frame in enumerate(ring):
+            self.obs_buf[:, j] = frame
+        return self.obs_buf
+
+    def info(self, ram: Any) -> dict[str, Any]:
+        n = self.env.num_envs
+        info = _with_masks(self.env._info_fn(ram), n, self)
+        info["elapsed_steps"] = self.elapsed.clone()
+        info["_elapsed_steps"] = self.torch.ones(n, dtype=self.torch.bool, device=self.dev)
+        return info
+
+    # --- search: single consoles (host round trips, like the CPU backend's) ---
+
+    def load(self, i: int, state: Any) -> Any:
+        """After console ``i`` was loaded with ``state`` (an EnvState): its RAM, step count and
+        frame stack; returns its observation."""
+        torch, env = self.torch, self.env
+        self.ram = torch.from_dlpack(env._batch.ram_tensor()).clone()
+        self.elapsed[i] = state.elapsed_steps
+        first = env._frame_obs_of(state.frame[None], self.ram[i : i + 1].cpu().numpy())[0]
+        self.frames[:, i] = torch.as_tensor(first, device=self.dev)
+        return self.observation(copy=True)[i]
+
+    def fresh_at(self, i: int) -> bool:
+        return bool(self.fresh[i])
+
+    def start_of_at(self, i: int) -> int:
+        return int(self.start_of[i])
+
+
+def to_numpy(x: Any) -> Any:
+    """``x`` with every torch tensor in it (tuples, dicts) as a NumPy array: for consumers
+    that work on the host (Stable-Baselines3, the single-console ``gymnasium.Env``)."""
+    if isinstance(x, tuple):
+        return tuple(to_numpy(v) for v in x)
+    if isinstance(x, dict):
+        return {k: to_numpy(v) for k, v in x.items()}
+    if type(x).__module__.startswith("torch"):
+        return x.cpu().numpy()
+    return x
+
+
+def _with_masks(info: dict[str, Any], n: int, d: DeviceStep) -> dict[str, Any]:
+    torch = d.torch
+    out: dict[str, Any] = {}
+    for key, value in info.items():
+        if isinstance(value, dict):
+            out[key] = _with_masks(value, n, d)
+        else:
+            out[key] = value if isinstance(value, torch.Tensor) else np.asarray(value)
+        out[f"_{key}"] = torch.ones(n, dtype=torch.bool, device=d.dev)
+    return out
+
+
+def _masked(info: dict[str, Any], mask: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in info.items():
+        if key.startswith("_"):
+            out[key] = mask.clone()
+        elif isinstance(value, dict):
+            out[key] = _masked(value, mask)
+        elif not key.startswith("final_"):
+            out[key] = value.clone() if hasattr(value, "clone") else np.array(value, copy=True)
+    return out
+
+
+def _where(mask: Any, new: Any, old: Any) -> Any:
+    if isinstance(new, dict):
+        return {k: _where(mask, new[k], old[k]) for k in new}
+    if hasattr(new, "clone"):  # a tensor
+        import torch
+
+        return torch.where(mask.view(-1, *[1] * (new.dim() - 1)), new, old)
+    m = mask.cpu().numpy()  # host-only values (names)
+    return np.where(m.reshape(-1, *[1] * (np.ndim(new) - 1)), new, old)
