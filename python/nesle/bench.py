@@ -8,6 +8,11 @@ envs x timed steps / wall seconds, with the backend synchronised at the end of e
 - B (decorrelated): every env draws one of the 7 SIMPLE_MOVEMENT masks per step from a
   seeded RNG; no resets, deaths play out.
 - B+pixels: B with pixel output on (``--pixels``), plus the conversion to the observation.
+
+``--env`` runs the same protocol through the Python environment (``nesle.make_vec``: action
+lookup and checks, per-frame reward and done on the RAM trace, observations; RAM, or gray84
+with ``--pixels``; episodes never end, as in the protocol) instead of the raw batch, to measure
+what the Python layer costs (rows named e.g. ``B/env``).
 """
 
 from __future__ import annotations
@@ -77,9 +82,12 @@ def run(
     seed: int = 0,
     pixels: bool = False,
     rom: bytes | None = None,
+    env: bool = False,
 ) -> Row:
     """One protocol at one env count; returns its throughput."""
     rom = rom if rom is not None else roms.load("smb")
+    if env:
+        return _run_env(protocol, n, backend, frameskip, warmup, steps, seed, pixels, rom)
     start = start_states.smb(rom, ["1-1"])[0]
     batch = _batch(backend, rom, n)
     batch.restore(start.state)
@@ -109,6 +117,42 @@ def run(
     return Row(name, backend, n, steps, dt, rate, rate * frameskip)
 
 
+def _never(ram):
+    """A done function that never ends an episode (on NumPy and torch RAM alike)."""
+    return ram[..., 0] != ram[..., 0]
+
+
+def _run_env(protocol, n, backend, frameskip, warmup, steps, seed, pixels, rom) -> Row:
+    venv = nesle.make_vec(
+        rom, n, backend=backend, frameskip=frameskip, obs="gray84" if pixels else "ram",
+        action_space="simple", start_states="1-1", done=_never, seed=seed,
+    )  # fmt: skip
+    sync = _cuda_sync if venv.backend == "cuda" else (lambda: None)
+    venv.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    right = np.full(n, SIMPLE_MOVEMENT.index(["right"]), np.int64)
+
+    def step() -> None:
+        venv.step(right if protocol == "A" else rng.integers(0, len(SIMPLE_MOVEMENT), n))
+        sync()
+
+    for _ in range(warmup):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    dt = time.perf_counter() - t0
+    venv.close()
+    rate = n * steps / dt
+    return Row(protocol + ("+pixels" if pixels else "") + "/env", backend, n, steps, dt, rate, rate * frameskip)
+
+
+def _cuda_sync() -> None:
+    import torch
+
+    torch.cuda.synchronize()
+
+
 def machine() -> dict[str, str | int]:
     cpu = platform.processor() or platform.machine()
     try:
@@ -133,6 +177,7 @@ def main(args) -> int:
                 warmup=args.warmup,
                 steps=args.steps,
                 pixels=args.pixels,
+                env=getattr(args, "env", False),
             )
             rows.append(row)
             print(

@@ -263,6 +263,8 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--envs", nargs="+", type=int, default=[1, 16], help="env counts")
     bench.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
     bench.add_argument("--pixels", action="store_true", help="pixel output on (B+pixels)")
+    bench.add_argument("--env", action="store_true",
+                       help="step through the Python environment (make_vec), not the raw batch")
     bench.add_argument("--warmup", type=int, default=30, help="untimed steps (default 30)")
     bench.add_argument("--steps", type=int, default=200, help="timed steps (default 200)")
     bench.add_argument("--json", type=Path, help="write the rows as JSON here")

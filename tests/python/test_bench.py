@@ -16,6 +16,13 @@ def test_protocol_a_runs_every_env_right_from_world_1_1(smb_rom):
     assert row.frames_per_s == pytest.approx(4 * row.env_steps_per_s)
 
 
+def test_the_env_layer_runs_the_same_protocol_through_make_vec(smb_rom):
+    raw = bench.run("B", 2, warmup=0, steps=4, rom=smb_rom)
+    env = bench.run("B", 2, warmup=0, steps=4, rom=smb_rom, env=True)
+    assert (env.protocol, env.envs, env.steps) == ("B/env", 2, 4)
+    assert raw.protocol == "B" and env.env_steps_per_s > 0
+
+
 @pytest.mark.rom
 def test_the_cli_writes_json_rows(tmp_path):
     out = tmp_path / "bench.json"
