@@ -44,8 +44,11 @@ the previous observation after stepping again), so :class:`nesle.sb3.NesleVecEnv
 default. ``infos["final_obs"]`` is always a copy. The RAM arrays handed to ``reward`` and ``done``
 callables are views of a trace buffer the next step reuses.
 
-Backends: ``"cpu"`` is ``nesle._native.CpuBatch``; ``"cuda"`` is ``nesle._native.CudaBatch``
-(same verbs, states on the GPU, the same save-state blobs). ``"auto"`` picks CUDA when
+Backends: ``"cpu"`` is ``nesle._native.CpuBatch`` (NumPy in and out); ``"cuda"`` is
+``nesle._native.CudaBatch`` (same verbs, states on the GPU, the same save-state blobs), and its
+step stays on the GPU: observations, rewards, terminations and numeric infos are torch tensors
+on the env's device, actions may be a CUDA tensor, and auto-resets run on the device
+(:mod:`nesle._device` says what differs and what still crosses to the host). ``"auto"`` picks CUDA when
 ``nesle._native.cuda_available()`` says a GPU and the kernels are there, else the CPU, and logs
 which (INFO, logger "nesle"); ``"cuda"`` without them raises :class:`BackendUnavailableError`
 with the reason.
