@@ -2,6 +2,7 @@
 // a fatbin (SASS for sm_75..sm_90 + PTX compute_90) and embedded in the Rust crate.
 #include "types.h"
 #include "console.cuh"
+#include "picture.cuh"  // nesle_gray84
 
 static_assert(sizeof(FlatState) % 8 == 0, "nes_copy_state copies 8 bytes at a time");
 

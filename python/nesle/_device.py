@@ -28,7 +28,7 @@ import numpy as np
 
 from nesle import _native
 
-#: Environments converted to pictures at once (bounds the float32 temporaries of gray84).
+#: Environments converted to RGB at once (bounds the int64 index temporaries).
 PICTURE_CHUNK = 4096
 
 
@@ -70,13 +70,8 @@ class DeviceStep:
             probe.load_state(0, s.state)
             rams.append(probe.ram()[0])
         self.start_ram = torch.as_tensor(np.stack(rams), device=self.dev)
-        pictures = env._pictures
-        if pictures is not None:
-            self.palette = torch.as_tensor(pictures.palette, device=self.dev)
-            self.gray = torch.as_tensor(pictures.gray, device=self.dev)
-            (ri, rw), (ci, cw) = pictures.rows, pictures.cols
-            self.rows = torch.as_tensor(ri, device=self.dev), torch.as_tensor(rw, device=self.dev)
-            self.cols = torch.as_tensor(ci, device=self.dev), torch.as_tensor(cw, device=self.dev)
+        if env._pictures is not None:
+            self.palette = torch.as_tensor(env._pictures.palette, device=self.dev)
 
     # --- the gymnasium verbs ---
 
@@ -178,22 +173,12 @@ class DeviceStep:
         slot = self.frames[self.head]
         if env.obs_mode == "ram":
             slot.copy_(self.ram)
-        elif env.obs_mode in ("rgb", "gray84"):
+        elif env.obs_mode == "gray84":
+            env._batch.gray84(slot)  # a kernel: the CPU backend's bytes, ~7 KiB out per env
+        elif env.obs_mode == "rgb":
             pixels = self.torch.from_dlpack(env._batch.pixels_tensor())
             for lo in range(0, env.num_envs, PICTURE_CHUNK):
-                part = pixels[lo : lo + PICTURE_CHUNK].long()
-                made = self.palette[part] if env.obs_mode == "rgb" else self.gray84(part)
-                slot[lo : lo + PICTURE_CHUNK].copy_(made)
-
-    def gray84(self, indices: Any) -> Any:
-        """``_Pictures.gray84`` on the GPU: the same float32 operations in the same order, so
-        the same bytes."""
-        torch = self.torch
-        g = self.gray[indices]
-        (ri, rw), (ci, cw) = self.rows, self.cols
-        rows = sum(rw[:, k, None] * g[:, ri[:, k], :] for k in range(ri.shape[1]))
-        out = sum(cw[:, k] * rows[:, :, ci[:, k]] for k in range(ci.shape[1]))
-        return torch.clamp(torch.round(out), 0, 255).to(torch.uint8)
+                slot[lo : lo + PICTURE_CHUNK].copy_(self.palette[pixels[lo : lo + PICTURE_CHUNK].long()])
 
     def observation(self, copy: bool | None = None) -> Any:
         env = self.env

@@ -196,6 +196,11 @@ class CudaBatch:
         like ``step``; ``ValueError`` for ``frames`` outside 1..1024 or a wrong ``out`` shape,
         ``TypeError`` for an ``out`` that is not a CUDA uint8 tensor."""
 
+    def gray84(self, out: Any) -> Any:
+        """Every console's last picture as 84x84 grayscale (``gray84`` on the GPU, the same
+        bytes) into ``out``, a contiguous CUDA uint8 tensor (N, 84, 84) on this batch's device;
+        asynchronous; returns ``out``. Needs pictures (render on)."""
+
     def set_bank(self, states: list[bytes], *, render: bool | None = None) -> None:
         """The start states ``reset_from_bank`` picks from (``save_state`` blobs of this ROM),
         uploaded once; ``render`` replaces their pixel switch. ``StateError`` if one is refused."""
@@ -296,3 +301,8 @@ def rom_info(rom: bytes) -> dict[str, int | str | bool]:
 
 def palette() -> npt.NDArray[np.uint8]:
     """The NTSC palette as a (64, 3) uint8 array of RGB."""
+
+def gray84(pixels: npt.NDArray[np.uint8], *, out: npt.NDArray[np.uint8] | None = None) -> npt.NDArray[np.uint8]:
+    """84x84 grayscale (BT.601 luma, area averaged) of (N, 240, 256) palette-index pictures: a
+    (N, 84, 84) uint8 array, new or ``out`` filled in place. ``CudaBatch.gray84`` runs the same
+    code on the GPU, to the same bytes. ``ValueError`` for another shape."""

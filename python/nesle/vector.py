@@ -169,41 +169,19 @@ def load_game(game_or_rom: str | Path | bytes) -> tuple[GameSpec | None, bytes]:
 # --- pictures ---
 
 
-def _area_taps(src: int, dst: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]:
-    """Area averaging from ``src`` to ``dst`` pixels as taps: output i is
-    ``sum_k weight[i, k] * input[index[i, k]]``, the source pixels covering [i, i+1) * src/dst
-    weighted by their overlap. Downsizing by less than 4x, every output has at most 5 taps;
-    unused taps have weight 0."""
-    scale = src / dst
-    taps = int(np.ceil(scale)) + 1
-    index = np.zeros((dst, taps), np.intp)
-    weight = np.zeros((dst, taps), np.float64)
-    for i in range(dst):
-        lo, hi = i * scale, (i + 1) * scale
-        for k, j in enumerate(range(int(np.floor(lo)), min(int(np.ceil(hi)), src))):
-            index[i, k], weight[i, k] = j, (min(hi, j + 1) - max(lo, j)) / scale
-    return index, weight.astype(np.float32)
-
-
 class _Pictures:
     """Palette indices -> the picture observations, with constant tables built once."""
 
     def __init__(self) -> None:
         self.palette = _native.palette()
         self.gray = (self.palette @ LUMA).astype(np.float32)  # (64,) luma per palette index
-        self.rows = _area_taps(_native.HEIGHT, GRAY_SIZE)
-        self.cols = _area_taps(_native.WIDTH, GRAY_SIZE)
 
     def rgb(self, indices: np.ndarray) -> np.ndarray:
         return self.palette[indices]
 
-    def gray84(self, indices: np.ndarray) -> np.ndarray:
-        # A handful of gathers and multiply-adds per axis: ~20x faster than two dense matmuls.
-        g = self.gray[indices]  # (M, 240, 256) float32
-        (ri, rw), (ci, cw) = self.rows, self.cols
-        rows = sum(rw[:, k, None] * g[:, ri[:, k], :] for k in range(ri.shape[1]))
-        out = sum(cw[:, k] * rows[:, :, ci[:, k]] for k in range(ci.shape[1]))
-        return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+    def gray84(self, indices: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        # Native: the same code as the CUDA backend's kernel, so both give the same bytes.
+        return _native.gray84(indices, out=out)
 
 
 # --- the environment ---
@@ -566,7 +544,7 @@ class NesleVectorEnv(VectorEnv):
                 pixels = self._batch.pixels(out=self._pixels)
             else:
                 pixels = _host(self._batch.pixels())
-            slot[...] = self._pictures.gray84(pixels)
+            self._pictures.gray84(pixels, out=slot)
 
     def _observation(self, copy: bool | None = None) -> np.ndarray:
         """Every console's observation, the stacked frames oldest first: a new array when

@@ -359,3 +359,18 @@ def test_bad_inputs_raise_the_cpu_backends_errors(smb_rom, blank_rom):
 def test_too_many_envs_for_gpu_memory_is_a_memory_error(blank_rom):
     with pytest.raises(MemoryError, match="GPU memory"):
         _native.CudaBatch(blank_rom, 10**9)
+
+
+def test_gray84_kernel_gives_the_cpu_bytes(smb_rom):
+    n = 24
+    gpu = _native.CudaBatch(smb_rom, n)
+    rng = np.random.default_rng(9)
+    out = torch.zeros((n, 84, 84), dtype=torch.uint8, device="cuda")
+    for t in range(8):
+        gpu.step(rng.integers(0, 256, n, dtype=np.uint8) if t > 2 else np.full(n, 8, np.uint8), 30)
+        assert gpu.gray84(out) is out
+        np.testing.assert_array_equal(out.cpu().numpy(), _native.gray84(gpu.pixels()), err_msg=f"step {t}")
+    with pytest.raises(ValueError, match="shape"):
+        gpu.gray84(torch.zeros((n, 84, 83), dtype=torch.uint8, device="cuda"))
+    with pytest.raises(TypeError):
+        gpu.gray84(np.zeros((n, 84, 84), np.uint8))

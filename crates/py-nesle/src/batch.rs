@@ -195,7 +195,7 @@ fn out_array<'py>(
 }
 
 /// Runs `fill` on `out`'s bytes and returns `out`; without `out`, on a new array of `shape`.
-fn fill_out<'py>(
+pub(crate) fn fill_out<'py>(
     py: Python<'py>,
     out: Option<Bound<'py, PyAny>>,
     shape: &[usize],

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use nes_core::flat::FlatState;
 use nes_core::{palette, Console};
+use nes_cuda::picture::GRAY_SIZE;
 use nes_cuda::{Batch, BatchConfig, Error, RomImage, PIXELS_PER_ENV};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -530,6 +531,27 @@ impl CudaBatch {
         })?;
         drop(borrowed); // every frame has run: torch may have its tensor back
         Ok(to_numpy(py, out, [frames as usize, n, RAM_SIZE])?.into_any())
+    }
+
+    /// Every console's last picture as 84x84 grayscale (``nesle._native.gray84`` on the GPU,
+    /// the same bytes), written into `out`, a contiguous CUDA uint8 tensor of shape
+    /// (N, 84, 84) on this batch's device; asynchronous. Needs pictures (render on).
+    fn gray84<'py>(&mut self, py: Python<'py>, out: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        if dlpack::cuda_device_of(&out)?.is_none() {
+            return Err(PyTypeError::new_err("out must be a CUDA tensor (uint8, N x 84 x 84)"));
+        }
+        let shape = [self.n as i64, GRAY_SIZE as i64, GRAY_SIZE as i64];
+        let dst = dlpack::borrow_cuda(&out, dlpack::Element::U8, &shape, self.device as i32, 1, "out", true)?;
+        let (ptr, len) = (dst.ptr, dst.len);
+        self.run(py, |inner| {
+            inner.ensure_pixels()?;
+            let ext = inner.ext()?;
+            let shared = inner.batch.clone();
+            let mut batch = shared.lock();
+            dlpack::with_borrowed(&ext, ptr, len, |o| batch.gray84(o))
+        })?;
+        self.in_flight.push(dst.capsule);
+        Ok(out)
     }
 
     /// The start states `reset_from_bank` picks from: `save_state` blobs of this ROM (either

@@ -17,7 +17,10 @@ mod dlpack;
 mod error;
 
 use nes_core::cart::{Header, Mirroring};
+use nes_cuda::picture::{GRAY_PIXELS, GRAY_SIZE};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use rayon::prelude::*;
 use pyo3::types::PyDict;
 
 /// The NES picture: 256 x 240 pixels, one palette index (0..63) each.
@@ -65,6 +68,40 @@ fn palette<'py>(py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray2<u8>>> {
     batch::to_numpy(py, flat, [64, 3])
 }
 
+/// 84x84 grayscale of palette-index pictures (`obs="gray84"`: BT.601 luma, area averaged):
+/// `pixels` a (N, 240, 256) uint8 array; returns a (N, 84, 84) uint8 array, new or `out`
+/// filled in place. `CudaBatch.gray84` runs the same code on the GPU, to the same bytes.
+#[pyfunction]
+#[pyo3(signature = (pixels, *, out = None))]
+fn gray84<'py>(
+    py: Python<'py>,
+    pixels: numpy::PyReadonlyArrayDyn<'py, u8>,
+    out: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let shape = pixels.as_array().shape().to_vec();
+    if shape.len() != 3 || shape[1] != HEIGHT || shape[2] != WIDTH {
+        return Err(PyValueError::new_err(format!("pixels must have shape (N, {HEIGHT}, {WIDTH}), got {shape:?}")));
+    }
+    let n = shape[0];
+    let owned: Vec<u8>;
+    let src: &[u8] = match pixels.as_slice() {
+        Ok(s) => s,
+        Err(_) => {
+            owned = pixels.as_array().iter().copied().collect();
+            &owned
+        }
+    };
+    batch::fill_out(py, out, &[n, GRAY_SIZE, GRAY_SIZE], |dst| {
+        py.detach(|| {
+            // A few pictures per task: each is ~140k multiply-adds.
+            src.par_chunks(8 * HEIGHT * WIDTH)
+                .zip(dst.par_chunks_mut(8 * GRAY_PIXELS))
+                .try_for_each(|(s, d)| nes_cuda::picture::gray84(s, d))
+        })
+        .map_err(error::cuda_error)
+    })
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -82,5 +119,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dlpack::_host_view, m)?)?;
     m.add_function(wrap_pyfunction!(rom_info, m)?)?;
     m.add_function(wrap_pyfunction!(palette, m)?)?;
+    m.add_function(wrap_pyfunction!(gray84, m)?)?;
     Ok(())
 }

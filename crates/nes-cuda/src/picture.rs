@@ -1,0 +1,102 @@
+//! The 84x84 grayscale observation (`obs="gray84"`): its tables, and the CPU run of the same
+//! C++ code the GPU runs (kernels/picture.cuh), so both backends give the same bytes.
+
+use crate::{launch, Error, PIXELS_PER_ENV};
+
+/// Output side of the grayscale picture.
+pub const GRAY_SIZE: usize = 84;
+/// Bytes of one env's grayscale picture.
+pub const GRAY_PIXELS: usize = GRAY_SIZE * GRAY_SIZE;
+const ROW_TAPS: usize = 4; // ceil(240 / 84) + 1
+const COL_TAPS: usize = 5; // ceil(256 / 84) + 1
+/// BT.601 luma weights (what OpenCV's RGB2GRAY and gymnasium's AtariPreprocessing use).
+pub const LUMA: [f64; 3] = [0.299, 0.587, 0.114];
+
+/// The tables of `kernels/picture.cuh` (same layout: `#[repr(C)]`, sizes checked there and in
+/// a test here).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GrayTables {
+    /// Luma of each palette index (`nes_core::palette::NTSC_RGB`).
+    pub lut: [f32; 64],
+    pub row_idx: [u32; GRAY_SIZE * ROW_TAPS],
+    pub row_w: [f32; GRAY_SIZE * ROW_TAPS],
+    pub col_idx: [u32; GRAY_SIZE * COL_TAPS],
+    pub col_w: [f32; GRAY_SIZE * COL_TAPS],
+}
+
+impl GrayTables {
+    pub fn new() -> GrayTables {
+        let mut lut = [0f32; 64];
+        for (l, rgb) in lut.iter_mut().zip(nes_core::palette::NTSC_RGB.iter()) {
+            *l = (rgb[0] as f64 * LUMA[0] + rgb[1] as f64 * LUMA[1] + rgb[2] as f64 * LUMA[2]) as f32;
+        }
+        let (row_idx, row_w) = area_taps::<{ GRAY_SIZE * ROW_TAPS }>(240, ROW_TAPS);
+        let (col_idx, col_w) = area_taps::<{ GRAY_SIZE * COL_TAPS }>(256, COL_TAPS);
+        GrayTables { lut, row_idx, row_w, col_idx, col_w }
+    }
+}
+
+impl Default for GrayTables {
+    fn default() -> Self {
+        GrayTables::new()
+    }
+}
+
+/// Area averaging from `src` pixels to 84 as taps: output i is `sum_k w[i][k] * in[idx[i][k]]`
+/// over the source pixels covering `[i, i+1) * src/84`, weighted by their overlap; unused taps
+/// have weight 0 (and index 0).
+fn area_taps<const N: usize>(src: usize, taps: usize) -> ([u32; N], [f32; N]) {
+    let scale = src as f64 / GRAY_SIZE as f64;
+    let (mut idx, mut w) = ([0u32; N], [0f32; N]);
+    for i in 0..GRAY_SIZE {
+        let (lo, hi) = (i as f64 * scale, (i + 1) as f64 * scale);
+        let first = lo.floor() as usize;
+        let last = (hi.ceil() as usize).min(src);
+        for (k, j) in (first..last).enumerate() {
+            idx[i * taps + k] = j as u32;
+            w[i * taps + k] = ((hi.min(j as f64 + 1.0) - lo.max(j as f64)) / scale) as f32;
+        }
+    }
+    (idx, w)
+}
+
+/// `pixels` (envs x 240 x 256 palette indices) to `out` (envs x 84 x 84), on the CPU.
+pub fn gray84(pixels: &[u8], out: &mut [u8]) -> Result<(), Error> {
+    if pixels.len() % PIXELS_PER_ENV != 0 || out.len() != pixels.len() / PIXELS_PER_ENV * GRAY_PIXELS {
+        return Err(Error::BadArgument(format!(
+            "gray84: {} picture bytes and {} output bytes are not n x 240 x 256 and n x 84 x 84",
+            pixels.len(),
+            out.len()
+        )));
+    }
+    launch::host_gray84(pixels, &GrayTables::new(), out);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tables_match_the_c_layout_and_weights_sum_to_one() {
+        assert_eq!(std::mem::size_of::<GrayTables>(), 4 * (64 + 2 * GRAY_SIZE * (ROW_TAPS + COL_TAPS)));
+        let t = GrayTables::new();
+        for (w, taps) in [(&t.row_w[..], ROW_TAPS), (&t.col_w[..], COL_TAPS)] {
+            for row in w.chunks(taps) {
+                assert!((row.iter().map(|&x| x as f64).sum::<f64>() - 1.0).abs() < 1e-6);
+            }
+        }
+        assert_eq!(t.lut[0x0f], 0.0);
+        assert!((t.lut[0x30] - 237.174).abs() < 1e-3); // (236, 238, 236)
+    }
+
+    #[test]
+    fn a_flat_picture_stays_flat_and_a_bad_size_is_an_error() {
+        let px = vec![0x30u8; 2 * PIXELS_PER_ENV];
+        let mut out = vec![0u8; 2 * GRAY_PIXELS];
+        gray84(&px, &mut out).unwrap();
+        assert!(out.iter().all(|&v| v == 237));
+        assert!(gray84(&px[1..], &mut out).is_err());
+    }
+}
