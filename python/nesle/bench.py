@@ -7,7 +7,8 @@ envs x timed steps / wall seconds, with the backend synchronised at the end of e
 - A (lockstep): every env presses RIGHT every step.
 - B (decorrelated): every env draws one of the 7 SIMPLE_MOVEMENT masks per step from a
   seeded RNG; no resets, deaths play out.
-- B+pixels: B with pixel output on (``--pixels``), plus the conversion to the observation.
+- B+pixels: B with pixel output on (``--pixels``) and the 84x84 grayscale observation made
+  every step (on the device for CUDA).
 
 ``--env`` runs the same protocol through the Python environment (``nesle.make_vec``: action
 lookup and checks, per-frame reward and done on the RAM trace, observations; RAM, or gray84
@@ -101,10 +102,12 @@ def run(
             return lockstep
         return masks[rng.integers(0, len(masks), size=n)]
 
+    gray = _gray84_sink(backend, n) if pixels else None
+
     def step() -> None:
         batch.step(actions(), frameskip)
-        if pixels:
-            batch.pixels()
+        if gray is not None:
+            gray(batch)
 
     for _ in range(warmup):
         step()
@@ -115,6 +118,24 @@ def run(
     name = protocol + ("+pixels" if pixels else "")
     rate = n * steps / dt
     return Row(name, backend, n, steps, dt, rate, rate * frameskip)
+
+
+def _gray84_sink(backend: str, n: int):
+    """B+pixels: the 84x84 grayscale observation of every env, made where the env lives (a
+    kernel on the GPU, into a device tensor; the same code on the CPU, into a NumPy array)."""
+    if backend == "cuda":
+        import torch
+
+        out = torch.empty((n, 84, 84), dtype=torch.uint8, device="cuda")
+
+        def cuda(batch) -> None:
+            batch.gray84(out)
+            batch.synchronize()
+
+        return cuda
+    px = np.empty((n, 240, 256), np.uint8)
+    out = np.empty((n, 84, 84), np.uint8)
+    return lambda batch: nesle._native.gray84(batch.pixels(out=px), out=out)
 
 
 def _never(ram):
