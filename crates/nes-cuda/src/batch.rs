@@ -268,6 +268,11 @@ impl Batch {
         self.gpu.reset_from_bank(&mut self.states, bank, *bank_len, mask, pick, self.n_envs)
     }
 
+    /// A zeroed device buffer of `bytes` bytes on this batch's GPU (e.g. for [`Batch::gray84`]).
+    pub fn alloc(&self, bytes: usize) -> Result<CudaSlice<u8>, Error> {
+        self.gpu.alloc(bytes)
+    }
+
     /// Every env's last picture as 84x84 grayscale (`picture.rs`, the same bytes the CPU
     /// backend makes) into `out`: `n_envs * 84 * 84` bytes on the device. Asynchronous.
     pub fn gray84(&mut self, out: &mut CudaSlice<u8>) -> Result<(), Error> {

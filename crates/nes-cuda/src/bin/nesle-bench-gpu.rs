@@ -1,6 +1,7 @@
 //! GPU throughput (ANCHORS.md protocols A and B) and GPU-vs-nes-core parity.
 //!
 //! Throughput: `nesle-bench-gpu [--envs 1,4096,16384,65536,131072] [--protocols A,B] [--pixels]
+//!   (--pixels: B+pixels, the 84x84 grayscale observation made on the device every step)
 //!   [--rom PATH] [--out bench-gpu.json]`: SMB from the first frame of World 1-1 in every env,
 //!   frameskip 4, 30 warm-up + 200 timed steps, device synchronized after every step;
 //!   throughput = envs x timed steps / wall seconds.
@@ -9,6 +10,7 @@
 
 use nes_core::flat::{first_difference, FlatState};
 use nes_core::Console;
+use nes_cuda::picture::GRAY_PIXELS;
 use nes_cuda::{Batch, BatchConfig, Error, RomImage};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -69,7 +71,7 @@ fn parse_args() -> Result<Args, String> {
             "--parity" => a.parity = Some(num(val()?)?),
             "--test-roms" => a.test_roms = Some(PathBuf::from(val()?)),
             "-h" | "--help" => {
-                println!("{}", include_str!("nesle-bench-gpu.rs").lines().take(9).map(|l| l.trim_start_matches("//!")).collect::<Vec<_>>().join("\n"));
+                println!("{}", include_str!("nesle-bench-gpu.rs").lines().take(10).map(|l| l.trim_start_matches("//!")).collect::<Vec<_>>().join("\n"));
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument {other} (see --help)")),
@@ -139,6 +141,8 @@ fn bench(a: &Args) -> Result<(), String> {
             device = batch.device_name();
             let mut rngs: Vec<Rng> = (0..n).map(|i| Rng::new(i as u32 + 1)).collect();
             let mut actions = vec![RIGHT; n];
+            // B+pixels: the 84x84 grayscale observation of every env, made on the device each step.
+            let mut gray = if a.pixels { Some(batch.alloc(n * GRAY_PIXELS).map_err(|e| e.to_string())?) } else { None };
             let mut run = |batch: &mut Batch, steps: usize| -> Result<f64, String> {
                 let t = Instant::now();
                 for _ in 0..steps {
@@ -148,6 +152,9 @@ fn bench(a: &Args) -> Result<(), String> {
                         }
                     }
                     batch.step(&actions, a.frameskip).map_err(|e| e.to_string())?;
+                    if let Some(g) = gray.as_mut() {
+                        batch.gray84(g).map_err(|e| e.to_string())?;
+                    }
                     batch.synchronize().map_err(|e| e.to_string())?;
                 }
                 Ok(t.elapsed().as_secs_f64())
