@@ -1,8 +1,9 @@
 """Games nesle has no logic for boot from power-on to gameplay through the generic path.
 
 The Legend of Zelda (MMC1, mapper 1) and Contra (UxROM, mapper 2) run as plain ROMs:
-``make_vec(rom, backend="cpu", obs="ram", action_space="raw", reward=..., done=...)``, the
-action being the controller bitmask, one frame per step. The input scripts are the ones the gym
+``make_vec(rom, backend=..., obs="ram", action_space="raw", reward=..., done=...)``, the
+action being the controller bitmask, one frame per step, on the CPU backend and (marked
+``gpu``) the CUDA one, where the reward and done callables get torch tensors on the GPU. The input scripts are the ones the gym
 packages run in ``_skip_start_screen`` (nes-py's ``_frame_advance(buttons)`` is one frame, with
 the same button bits as nesle), and "in gameplay" is read from the RAM addresses those packages
 use. The ROMs come from nesle.roms; a missing ROM fails (conftest.py), never skips.
@@ -16,10 +17,13 @@ import nesle
 import numpy as np
 import pytest
 from nesle import BUTTON_A, BUTTON_LEFT, BUTTON_RIGHT, BUTTON_SELECT, BUTTON_START, BUTTON_UP
+from nesle._device import to_numpy
+from nesle.games._xp import i64
 
 from .conftest import _rom
 
 pytestmark = pytest.mark.rom
+BACKENDS = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 # --- The Legend of Zelda: gym-zelda-1 0.2.2, gym_zelda_1/zelda_env.py ---
 ZELDA_LEVEL = 0x10  # _current_level: 0 = overworld
@@ -48,22 +52,23 @@ CONTRA_Y = 0x31A  # screen y of the player's sprite (gym-contra's y_pos is 255 m
 class Console:
     """One console of a generic ``make_vec`` env, stepped a frame at a time by button mask."""
 
-    def __init__(self, game: str, mapper: int, reward: Callable, done: Callable) -> None:
+    def __init__(self, game: str, mapper: int, reward: Callable, done: Callable, backend: str) -> None:
         rom = _rom(game)
         assert nesle.rom_info(rom)["mapper"] == mapper
         self.env = nesle.make_vec(
-            rom, 1, backend="cpu", frameskip=1, obs="ram", action_space="raw",
+            rom, 1, backend=backend, frameskip=1, obs="ram", action_space="raw",
             reward=reward, done=done, autoreset=False,
         )  # fmt: skip
         assert self.env.game is None, f"{game} must run through the generic path"
-        self.ram, _ = self.env.reset(seed=0)
+        assert self.env.backend == backend
+        self.ram = to_numpy(self.env.reset(seed=0))[0][0]
         self.frames = 0
         self.reward = 0.0
 
     def hold(self, buttons: int, frames: int = 1) -> np.ndarray:
         """Hold ``buttons`` for ``frames`` frames; returns the RAM after them."""
         for _ in range(frames):
-            obs, reward, terminated, _, _ = self.env.step(np.array([buttons]))
+            obs, reward, terminated, _, _ = to_numpy(self.env.step(np.array([buttons])))
             assert not terminated[0], f"the episode ended at frame {self.frames}"
             self.ram, self.reward, self.frames = obs[0], self.reward + reward[0], self.frames + 1
         return self.ram
@@ -85,17 +90,18 @@ class Console:
 
 def x_delta(x_addr: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """Reward: signed change of a position byte (the generic reward callable under test)."""
-    return lambda prev, ram: ram[:, x_addr].astype(np.int64) - prev[:, x_addr].astype(np.int64)
+    return lambda prev, ram: i64(ram[:, x_addr]) - i64(prev[:, x_addr])
 
 
 def zelda_dead(ram: np.ndarray) -> np.ndarray:
     """Done: no hearts left in play (RAM is zero before the game starts, hence the mode)."""
-    no_hearts = (ram[:, ZELDA_HEARTS] & 0x0F == 0) & (ram[:, ZELDA_PARTIAL_HEART] == 0)
+    no_hearts = ((ram[:, ZELDA_HEARTS] & 0x0F) == 0) & (ram[:, ZELDA_PARTIAL_HEART] == 0)
     return (ram[:, ZELDA_MODE] == ZELDA_MODE_PLAYING) & no_hearts
 
 
-def test_zelda_boots_through_registration_to_the_overworld_and_link_walks() -> None:
-    c = Console("zelda", 1, x_delta(ZELDA_X), zelda_dead)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_zelda_boots_through_registration_to_the_overworld_and_link_walks(backend: str) -> None:
+    c = Console("zelda", 1, x_delta(ZELDA_X), zelda_dead, backend)
     # gym-zelda-1's _skip_start_screen: Start x31 (title -> file select -> "register your
     # name"), A x6 (types a letter), Select x3 (cursor to "register end"), Start x9 (register,
     # back to file select, start slot 1), then wait out the opening.
@@ -126,8 +132,9 @@ def test_zelda_boots_through_registration_to_the_overworld_and_link_walks() -> N
     assert ram[ZELDA_MODE] == ZELDA_MODE_PLAYING
 
 
-def test_contra_boots_to_stage_1_and_the_player_runs() -> None:
-    c = Console("contra", 2, x_delta(CONTRA_X), lambda ram: ram[:, CONTRA_GAME_OVER] == 1)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_contra_boots_to_stage_1_and_the_player_runs(backend: str) -> None:
+    c = Console("contra", 2, x_delta(CONTRA_X), lambda ram: ram[:, CONTRA_GAME_OVER] == 1, backend)
     # gym-contra's _skip_start_screen: Start twice, then Start until the screen type says
     # gameplay. The title ignores Start while it scrolls in (~320 frames here).
     c.tap(BUTTON_START, 2)
