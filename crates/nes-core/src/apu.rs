@@ -13,8 +13,11 @@
 //! hang off the frame counter's `QUARTER`/`HALF` events in [`Apu::tick`] and the register writes
 //! in [`Apu::write`], each as one more file in `apu/`.
 //!
-//! Timing contract with the bus: [`Apu::tick`] runs once per CPU cycle *before* the CPU's read
-//! or write of that cycle, so a `$4015` read sees the flags of its own cycle. The APU proper is
+//! Timing contract with the bus: [`Apu::tick`] stands for one CPU cycle *before* the CPU's read
+//! or write of that cycle, so a `$4015` read sees the flags of its own cycle. The bus runs the
+//! APU lazily, as many ticks at once ([`Apu::run`]) as it owes, before every `$4000-$4017`
+//! access, when [`Apu::cycles_to_event`] says the IRQ line or a DMC DMA could come, and
+//! between `Console` calls; the result is exactly that of one tick per cycle. The APU proper is
 //! clocked every other CPU cycle; `odd_cycle` tracks that phase, which decides the 3-or-4-cycle
 //! delay of `$4017` writes (jitter) and the 2-or-3-cycle delay of a DMC start.
 //!
@@ -96,6 +99,36 @@ impl Apu {
             }
         }
         self.dmc.tick();
+    }
+
+    /// `n` calls of [`Apu::tick`] at once (the bus runs the APU lazily). Cycles without a
+    /// frame-counter step, a pending `$4017` write or a length-counter write move the counters
+    /// in closed form (`Dmc::run`); those few others tick one by one.
+    pub fn run(&mut self, mut n: u32) {
+        while n > 0 {
+            let quiet = match self.frame.quiet_cycles_to_step() {
+                Some(k) if !self.length_writes_pending => k as u32 - 1,
+                _ => 0,
+            };
+            let k = quiet.min(n);
+            if k > 0 {
+                self.frame.cycle += k as u16;
+                self.dmc.run(k);
+                self.odd_cycle ^= k & 1 != 0;
+                n -= k;
+            }
+            if n > 0 {
+                self.tick();
+                n -= 1;
+            }
+        }
+    }
+
+    /// The ticks after which the CPU could see a change it did not cause: the IRQ line rising
+    /// (frame interrupt; the DMC's comes only with a DMA the bus performs) or the DMC asking
+    /// for a DMA. 0 when the DMC asks now. The bus must catch the APU up by then.
+    pub fn cycles_to_event(&self) -> u32 {
+        self.frame.cycles_to_irq().min(self.dmc.cycles_to_dma())
     }
 
     /// A CPU read of `$4015`. Bit 5 is open bus and returned as 0 for the bus to merge.
@@ -612,6 +645,67 @@ mod tests {
         assert!(!apu.irq());
         run(&mut apu, 1);
         assert!(apu.irq());
+    }
+
+    fn saved(apu: &Apu) -> ([u8; 64], usize) {
+        let mut buf = [0u8; 64];
+        let mut w = StateWriter::new(&mut buf);
+        apu.save(&mut w);
+        let len = w.len();
+        (buf, len)
+    }
+
+    /// `run(n)` is the bus's lazy catch-up; `cycles_to_event` tells it how far it may lag.
+    #[test]
+    fn running_cycles_in_bulk_matches_ticking_them_and_no_event_comes_early() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rand = move |n: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as u32
+        };
+        for _ in 0..40 {
+            let mut bulk = Apu::new();
+            let mut ticked = Apu::new();
+            for _ in 0..300 {
+                // A register write on both (half the time), biased to the timing registers.
+                if rand(2) == 0 {
+                    let (addr, v) = match rand(6) {
+                        0 => (0x4017, [0x00, 0x40, 0x80, 0xC0][rand(4) as usize]),
+                        1 => (0x4015, rand(0x20) as u8),
+                        2 => (0x4010, rand(0x100) as u8),
+                        3 => (0x4013, rand(4) as u8),
+                        4 => (0x4003 + 4 * rand(4) as u16, rand(0x100) as u8),
+                        _ => (0x4000 + rand(0x10) as u16, rand(0x100) as u8),
+                    };
+                    bulk.write(addr, v);
+                    ticked.write(addr, v);
+                }
+                let k = bulk.cycles_to_event();
+                if k == 0 {
+                    // The DMC wants its byte now: the bus would fetch it.
+                    assert!(bulk.dmc_dma_request().is_some());
+                    let v = rand(256) as u8;
+                    bulk.dmc_dma_complete(v);
+                    ticked.dmc_dma_complete(v);
+                    continue;
+                }
+                // Lag up to the event, sometimes less, as the bus does.
+                let n = if rand(3) == 0 { 1 + rand(k.min(40_000)) } else { k.min(40_000) };
+                let irq_before = ticked.irq();
+                for i in 1..=n {
+                    ticked.tick();
+                    if i < k {
+                        assert_eq!(ticked.irq(), irq_before, "IRQ rose {i} ticks in, predicted {k}");
+                        assert_eq!(ticked.dmc_dma_request(), None, "DMA {i} ticks in, predicted {k}");
+                    }
+                }
+                bulk.run(n);
+                assert_eq!(saved(&bulk), saved(&ticked), "after run({n})");
+                assert_eq!(bulk.length_writes_pending, ticked.length_writes_pending);
+            }
+        }
     }
 
     #[test]

@@ -28,6 +28,9 @@ const CHECKSUM_LEN: usize = 8;
 pub struct Console {
     pub cpu: Cpu,
     pub bus: Bus,
+    /// `run_frame` skips idle `JMP`-to-itself iterations in bulk (the result is identical; a
+    /// switch so tests can compare). Not saved state.
+    fast_forward: bool,
 }
 
 impl Console {
@@ -39,15 +42,18 @@ impl Console {
 
     /// Powers on a console with this cartridge.
     pub fn with_cart(cart: Cart) -> Console {
-        Console { cpu: Cpu::new(), bus: Bus::new(cart) }
+        Console { cpu: Cpu::new(), bus: Bus::new(cart), fast_forward: true }
     }
 
     /// The reset button.
     pub fn reset(&mut self) {
+        self.bus.catch_up_ppu();
+        self.bus.catch_up_apu();
         self.cpu.reset();
         self.bus.ppu.reset();
         self.bus.apu.reset();
         self.bus.cart.reset();
+        self.bus.after_reset();
     }
 
     /// Buttons held on pad 0 or 1: bit 0 A, 1 B, 2 Select, 3 Start, 4 Up, 5 Down, 6 Left, 7 Right.
@@ -58,25 +64,70 @@ impl Console {
     /// Executes one instruction (or interrupt sequence).
     #[inline]
     pub fn step(&mut self) {
+        self.bus.refresh_lines();
         self.cpu.step(&mut self.bus);
         self.bus.catch_up_ppu();
+        self.bus.catch_up_apu();
     }
 
     /// Runs until the PPU enters vertical blank, i.e. one whole frame. A console that cannot
     /// get there (see [`MAX_STEPS_PER_FRAME`]) is halted with [`Fault::Stalled`].
+    ///
+    /// Games wait for the NMI in a `JMP` to itself (SMB: a third of its cycles in play, see
+    /// perf-notes #21): once an iteration of it leaves the CPU at rest, the following ones up
+    /// to the next cycle where an interrupt line may change are skipped in bulk, each counted
+    /// as a step.
     pub fn run_frame(&mut self) {
         self.bus.ppu.frame_complete = false;
+        self.bus.refresh_lines();
         let mut steps = 0u32;
         while !self.bus.ppu.frame_complete {
+            let pc = self.cpu.pc;
             self.cpu.step(&mut self.bus);
             steps += 1;
+            if self.cpu.pc == pc && self.fast_forward && !self.bus.ppu.frame_complete {
+                steps += self.skip_idle_loop(MAX_STEPS_PER_FRAME.saturating_sub(steps));
+            }
             if steps > MAX_STEPS_PER_FRAME {
                 self.cpu.fault = Some(Fault::Stalled { pc: self.cpu.pc });
                 break;
             }
         }
         self.bus.catch_up_ppu();
+        self.bus.catch_up_apu();
         self.bus.ppu.frame_complete = false;
+    }
+
+    /// The CPU just ran an instruction that jumped to itself. If it is `JMP abs` in PRG ROM
+    /// and the CPU is at rest, runs up to `max` more iterations of it in bulk, stopping before
+    /// any cycle where the PPU or APU could change an interrupt line, and returns how many.
+    /// Every skipped iteration would read the same three bytes (no side effects in PRG ROM),
+    /// sample the same lines and leave the CPU as it is, so only the clock moves.
+    #[inline(never)]
+    fn skip_idle_loop(&mut self, max: u32) -> u32 {
+        let pc = self.cpu.pc;
+        let bus = &mut self.bus;
+        if !(0x8000..=0xfffd).contains(&pc) {
+            return 0;
+        }
+        let [lo, hi] = pc.to_le_bytes();
+        if bus.cart.prg_read(pc) != 0x4c
+            || bus.cart.prg_read(pc + 1) != lo
+            || bus.cart.prg_read(pc + 2) != hi
+            || bus.open_bus != hi
+            || !self.cpu.interrupts_at_rest(bus)
+        {
+            return 0;
+        }
+        let n = bus.idle_jmp_iterations().min(max);
+        bus.skip_idle_jmp(n);
+        n
+    }
+
+    /// Turns the idle-loop fast-forward of `run_frame` on (the default) or off. The result is
+    /// the same either way; tests compare the two.
+    pub fn set_fast_forward(&mut self, on: bool) {
+        self.fast_forward = on;
     }
 
     /// CPU RAM ($0000-$07FF).

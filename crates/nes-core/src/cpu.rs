@@ -118,6 +118,17 @@ impl Cpu {
         self.fault = None;
     }
 
+    /// Whether the interrupt pipeline is at rest: nothing pending or being polled, and the
+    /// sampled lines equal the bus's now, so another instruction that changes neither the
+    /// lines nor I leaves it exactly as it is (the idle-loop fast-forward relies on this).
+    #[inline]
+    pub(crate) fn interrupts_at_rest<Bs: CpuBus>(&self, bus: &Bs) -> bool {
+        !(self.nmi_pending || self.nmi_take || self.irq_run || self.irq_take || self.reset_pending)
+            && self.fault.is_none()
+            && self.nmi_prev_line == bus.nmi_line()
+            && !(bus.irq_line() && self.p & I == 0)
+    }
+
     /// P as pushed by PHP/BRK (B and bit 5 set).
     pub fn status_for_push(&self) -> u8 {
         self.p | B | U

@@ -117,7 +117,12 @@ impl Dmc {
             return;
         }
         self.timer = RATE_TABLE[self.rate as usize] - 1;
-        // Output unit: play one bit (the level moves by 2 within 0..=127).
+        self.clock_output();
+    }
+
+    /// The output unit's clock: play one bit (the level moves by 2 within 0..=127).
+    #[inline]
+    fn clock_output(&mut self) {
         if !self.silence {
             if self.shift & 1 != 0 {
                 if self.output_level <= 125 {
@@ -141,6 +146,49 @@ impl Dmc {
                 self.buffer_empty = true;
             }
         }
+    }
+
+    /// `n` calls of [`Dmc::tick`] at once: the timer in closed form, then one step of the
+    /// output unit per period, and once it is silent with an empty buffer (the usual idle
+    /// state) the rest of its 8-bit cycles in closed form.
+    pub fn run(&mut self, n: u32) {
+        self.start_delay = self.start_delay.saturating_sub(n.min(255) as u8);
+        if n <= self.timer as u32 {
+            self.timer -= n as u16;
+            return;
+        }
+        // The first output clock comes on tick `timer + 1`, then one every `period` ticks.
+        let period = RATE_TABLE[self.rate as usize] as u32;
+        let rest = n - (self.timer as u32 + 1);
+        self.timer = (period - 1 - rest % period) as u16;
+        let mut clocks = 1 + rest / period;
+        while clocks > 0 {
+            if self.silence && self.buffer_empty {
+                // Nothing can refill the buffer here (only DMA does): the level stays, the
+                // shift register empties, the bit counter wraps every 8 clocks.
+                let b = self.bits_remaining as u32 - 1;
+                self.bits_remaining = ((b + 8 - clocks % 8) % 8 + 1) as u8;
+                self.shift = if clocks >= 8 { 0 } else { self.shift >> clocks };
+                return;
+            }
+            self.clock_output();
+            clocks -= 1;
+        }
+    }
+
+    /// The ticks until [`Dmc::dma_request`] may turn on (0: it is on now), `u32::MAX` if no
+    /// byte remains to fetch (only a register write can change that).
+    pub fn cycles_to_dma(&self) -> u32 {
+        if self.bytes_remaining == 0 {
+            return u32::MAX;
+        }
+        if self.buffer_empty {
+            return self.start_delay as u32;
+        }
+        // The output unit takes the buffered byte when its bit counter runs out.
+        let period = RATE_TABLE[self.rate as usize] as u32;
+        let empty = self.timer as u32 + 1 + (self.bits_remaining as u32 - 1) * period;
+        empty.max(self.start_delay as u32)
     }
 
     /// The address the memory reader wants fetched, if it wants one now.

@@ -162,6 +162,33 @@ impl FrameCounter {
         events
     }
 
+    /// Ticks until the next step fires (at least 1), or `None` when a `$4017` write or the
+    /// clock blocker is pending (those few cycles must be ticked one by one) or the state is
+    /// off the schedule (only a hand-made save state can be).
+    #[inline]
+    pub fn quiet_cycles_to_step(&self) -> Option<u16> {
+        let next = STEP_CYCLES[self.five_step as usize][self.step as usize];
+        if self.write_delay | self.block != 0 || self.cycle >= next {
+            return None;
+        }
+        Some(next - self.cycle)
+    }
+
+    /// Ticks until `tick` may next set the IRQ flag (at least 1), `u32::MAX` if never without
+    /// a `$4017` write. A pending write counts as an event: it restarts the schedule.
+    pub fn cycles_to_irq(&self) -> u32 {
+        let mut k = u32::MAX;
+        if !self.five_step && !self.irq_inhibit {
+            // Steps 3, 4 and 5 of the 4-step mode set the flag.
+            let next = STEP_CYCLES[0][(self.step as usize).max(3)];
+            k = if self.cycle < next { (next - self.cycle) as u32 } else { 1 };
+        }
+        if self.write_delay > 0 {
+            k = k.min(self.write_delay as u32);
+        }
+        k
+    }
+
     pub fn save(&self, w: &mut StateWriter<'_>) {
         w.bool(self.five_step);
         w.bool(self.irq_inhibit);
