@@ -75,9 +75,7 @@ fn main() {
     let t = Instant::now();
     for &a in &actions[..steps] {
         nes.set_buttons(0, a);
-        for _ in 0..4 {
-            nes.run_frame();
-        }
+        nes.run_frames(4); // pixels of the observed (last) frame only
         if rgb {
             nes_core::palette::indices_to_rgb(nes.pixels(), &mut frame);
         }

@@ -150,6 +150,28 @@ impl Console {
         self.bus.ppu.render_pixels = on;
     }
 
+    /// Whether pixel output is on.
+    pub fn render(&self) -> bool {
+        self.bus.ppu.render_pixels
+    }
+
+    /// Runs `n` frames (`run_frame` n times), drawing pixels (when on) for the last one only.
+    /// Every frame redraws all 240 visible lines, so the earlier pictures could never be seen:
+    /// state and final picture are those of n `run_frame` calls, at the drawing cost of one
+    /// (a frameskip of 4 observes one frame in 4).
+    pub fn run_frames(&mut self, n: usize) {
+        let render = self.render();
+        if n > 1 {
+            self.set_render(false);
+        }
+        for i in 0..n {
+            if i + 1 == n {
+                self.set_render(render);
+            }
+            self.run_frame();
+        }
+    }
+
     /// Frames the PPU has started since power-on.
     pub fn frame_count(&self) -> u64 {
         self.bus.ppu.frame

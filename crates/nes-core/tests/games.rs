@@ -237,6 +237,31 @@ fn smb_runs_are_deterministic_frame_by_frame() {
 }
 
 #[test]
+fn run_frames_draws_only_the_last_frame_to_the_same_picture_and_state() {
+    // SMB through the title, the level start (a blank screen) and play; Tetris menus.
+    for (name, script) in [("super-mario-bros.nes", 0u8), ("tetris.nes", 1)] {
+        let mut one = Console::new(&rom(name)).unwrap();
+        let mut bulk = one.clone();
+        for c in [&mut one, &mut bulk] {
+            c.set_render(true);
+        }
+        for step in 0..150u32 {
+            let b = if script == 0 { scripted_buttons(step * 4) } else if step % 10 < 3 { START } else { 0 };
+            let n = 1 + (step % 5) as usize;
+            one.set_buttons(0, b);
+            bulk.set_buttons(0, b);
+            for _ in 0..n {
+                one.run_frame();
+            }
+            bulk.run_frames(n);
+            assert!(bulk.render(), "{name}: the render switch is restored");
+            assert!(one.pixels() == bulk.pixels(), "{name}: picture differs after step {step}");
+            assert_eq!(one.save_state(), bulk.save_state(), "{name}: state differs after step {step}");
+        }
+    }
+}
+
+#[test]
 fn smb_pixel_output_is_invisible_to_the_game() {
     let (mut on, run_on) = scripted_run(true, 1200);
     let (mut off, run_off) = scripted_run(false, 1200);

@@ -375,10 +375,13 @@ impl CpuBatch {
                 |(((c, p), rows), mut m)| {
                     c.set_buttons(0, p[0]);
                     c.set_buttons(1, p[1]);
-                    for row in rows {
+                    let (last, render) = (rows.len(), c.render());
+                    for (f, row) in rows.into_iter().enumerate() {
+                        c.set_render(render && f + 1 == last); // only the last frame is seen
                         c.run_frame();
                         row.copy_from_slice(c.ram());
                     }
+                    c.set_render(render);
                     m.refresh(c);
                 },
             )
@@ -446,9 +449,7 @@ impl CpuBatch {
                 .for_each(|((c, p), mut m)| {
                     c.set_buttons(0, p[0]);
                     c.set_buttons(1, p[1]);
-                    for _ in 0..frames {
-                        c.run_frame();
-                    }
+                    c.run_frames(frames as usize); // draws the last frame only
                     m.refresh(c);
                 })
         })
