@@ -1,8 +1,14 @@
 // The CPU address space and the console clock (nes-core bus.rs + controller.rs).
 //
-// Each CPU access is one CPU cycle: the APU cycle and 2 PPU dots run before the access, the
-// third dot after it (`dot_pending`), so the CPU's end-of-cycle NMI sample sees the PPU one
-// dot after its access did (the $2002 read race of ppu_vbl_nmi 05-08).
+// The PPU runs lazily, as in nes-core ("catch-up PPU"): each CPU cycle owes it 3 dots
+// (`n.ppu_owed`), and they run in one `ppu_run` batch only when something could observe the
+// difference: before an access to $2000-$3FFF, each OAM DMA write and a write to $8000-$FFFF
+// (mapper banking), all but the cycle's third dot, so the access sees the PPU one dot before
+// the CPU's end-of-cycle NMI sample does (the $2002 read race of ppu_vbl_nmi 05-08); and at the
+// end of a cycle when the owed dots reach the next dot where the NMI line can change by itself
+// (`n.ppu_budget`, from `ppu_dots_to_nmi_event`). MMC3 boards get budget 0 (a catch-up at the
+// end of every cycle: the CPU samples their A12-driven IRQ line each cycle). The console
+// catches up at the end of every frame (`nes_run_frame`), so the saved state is exact there.
 #pragma once
 #include "console_types.cuh"
 #include "cart.cuh"
@@ -28,34 +34,48 @@ NESLE_FN u8 pads_read(FlatState& s, u32 port) {
 
 // --- bus.rs ---
 
-NESLE_FN void bus_finish_cycle(Nes& n) {
-    if (n.dot_pending) {
-        n.dot_pending = 0;
-        ppu_tick_call(n);
-    }
+// Bus::run_ppu: runs the owed dots but `keep`, then sets the budget: the owed count at which
+// the PPU reaches the next dot where its NMI output may change by itself (0 for MMC3).
+NESLE_DEV void bus_run_ppu(Nes& n, u32 keep) {
+    u32 count = n.ppu_owed - keep;
+    n.ppu_owed = keep;
+    ppu_run(n, count);
+    n.ppu_budget = n.ppu_lazy ? ppu_dots_to_nmi_event(*n.s) : 0;
 }
 
-// The clock of one CPU cycle up to its access: the previous cycle's pending third dot, the
-// cycle count, two dots, the APU. One call with the dots inlined (kernel-notes change 2).
-NESLE_DEV void bus_clock(Nes& n) {
-    if (n.dot_pending) {
-        n.dot_pending = 0;
-        ppu_tick(n);
-    }
+// Bus::tick: one CPU cycle of time for everything but the CPU, up to its access: the cycle
+// count, the APU cycle, and 3 PPU dots owed.
+NESLE_FN void bus_tick(Nes& n) {
     n.s->bus_cycles += 1;
-    ppu_tick(n);
-    ppu_tick(n);
+    n.ppu_owed += 3;
     apu_tick(*n.s);
-    n.dot_pending = 1;
 }
 
-NESLE_FN void bus_tick(Nes& n) { bus_clock(n); }
+// Bus::finish_cycle: the end of a CPU cycle, before the CPU samples its interrupt lines. DMA
+// cycles skip it: the CPU samples nothing while halted, and the owed dots carry over.
+NESLE_FN void bus_finish_cycle(Nes& n) {
+    if (n.ppu_owed >= n.ppu_budget) bus_run_ppu(n, 0);
+}
+
+// Bus::catch_up_for_access: the owed dots but the current cycle's third, before an access that
+// reads or changes PPU state (registers, OAM DMA writes, mapper banking).
+NESLE_FN void bus_catch_up_for_access(Nes& n) {
+    if (n.ppu_owed > 1) bus_run_ppu(n, 1);
+}
+
+// Bus::catch_up_ppu: all owed dots, between CPU instructions, so the PPU is exact for observers.
+NESLE_FN void bus_catch_up_ppu(Nes& n) {
+    if (n.ppu_owed != 0) bus_run_ppu(n, 0);
+}
 
 // A read without the clock: what the CPU would see at `addr` now.
 NESLE_FN u8 bus_read_mem(Nes& n, u16 addr) {
     FlatState& s = *n.s;
     if (addr < 0x2000) return s.ram[addr & 0x7ff];
-    if (addr < 0x4000) return ppu_cpu_read(n, addr);
+    if (addr < 0x4000) {
+        bus_catch_up_for_access(n);
+        return ppu_cpu_read(n, addr);
+    }
     if (addr == 0x4015) return (u8)((apu_read_status(s) & ~0x20) | (s.bus_open_bus & 0x20));
     if (addr == 0x4016 || addr == 0x4017) return (u8)((s.bus_open_bus & 0xe0) | pads_read(s, addr & 1));
     if (addr < 0x4020) return s.bus_open_bus;
@@ -67,6 +87,7 @@ NESLE_FN void bus_write_mem(Nes& n, u16 addr, u8 v) {
     if (addr < 0x2000) {
         s.ram[addr & 0x7ff] = v;
     } else if (addr < 0x4000) {
+        bus_catch_up_for_access(n);
         ppu_cpu_write(n, addr, v);
     } else if (addr == 0x4014) {
         s.bus_oam_dma_pending = 1;
@@ -78,20 +99,25 @@ NESLE_FN void bus_write_mem(Nes& n, u16 addr, u8 v) {
     } else if (addr < 0x4020) {
         // disabled test registers
     } else {
+        // A mapper register can switch CHR banks or mirroring under the PPU.
+        if (addr >= 0x8000) bus_catch_up_for_access(n);
         cart_cpu_write(n, addr, v, s.bus_cycles);
     }
 }
 
-// DMC sample fetch: stalls the CPU for 4 cycles (3 idle, 1 read) on a read cycle.
-NESLE_FN void bus_service_dmc_dma(Nes& n) {
+// DMC sample fetch: stalls the CPU for 4 cycles (3 idle, 1 read) on a read cycle. The test is
+// inlined into every read; the rare stall (Bus::run_dmc_dma) is not.
+NESLE_DEV void bus_run_dmc_dma(Nes& n) {
     FlatState& s = *n.s;
-    if (dmc_dma_wanted(s)) {
-        u16 addr = s.dmc_addr;
-        for (int i = 0; i < 4; i++) bus_tick(n);
-        u8 v = bus_read_mem(n, addr);
-        s.bus_open_bus = v;
-        dmc_dma_complete(s, v);
-    }
+    u16 addr = s.dmc_addr;
+    for (int i = 0; i < 4; i++) bus_tick(n);
+    u8 v = bus_read_mem(n, addr);
+    s.bus_open_bus = v;
+    dmc_dma_complete(s, v);
+}
+
+NESLE_FN void bus_service_dmc_dma(Nes& n) {
+    if (dmc_dma_wanted(*n.s)) bus_run_dmc_dma(n);
 }
 
 // OAM DMA: the halt cycle, one more to align so the reads ("get") fall on odd cycles, then
@@ -111,6 +137,7 @@ NESLE_DEV void bus_run_oam_dma(Nes& n, u8 page, u16 halted_addr) {
         u8 v = bus_read_mem(n, base | i);
         s.bus_open_bus = v;
         bus_tick(n);
+        bus_catch_up_for_access(n);
         ppu_cpu_write(n, 0x2004, v);
     }
 }
@@ -127,6 +154,13 @@ NESLE_DEV u8 bus_read(Nes& n, u16 addr) {
     }
     bus_service_dmc_dma(n);
     bus_tick(n);
+    if (addr >= 0x8000) {
+        // PRG ROM: most reads (opcodes, operands), straight from the map (nes-core perf #16).
+        u8 v = n.prg[s.cart_prg_map[(addr >> 13) & 3] + (addr & 0x1fff)];
+        bus_finish_cycle(n);
+        s.bus_open_bus = v;
+        return v;
+    }
     u8 v = bus_read_mem(n, addr);
     bus_finish_cycle(n);
     // $4015 is read inside the CPU: the external data bus keeps its old value.

@@ -8,7 +8,26 @@
 // reaching vertical blank is in an impossible state (corrupted memory) and is halted with fault 2,
 // so one bad env cannot hang the launch.
 
-// Runs until the PPU enters vertical blank (line 241, dot 1): one whole frame.
+// The per-thread view of `state` (Bus::new / Bus::load: nothing owed, budget 0 = catch up at
+// the next cycle end).
+NESLE_FN void nes_init(Nes& n, FlatState* state, const u8* prg, const u8* chr) {
+    n.s = state;
+    n.prg = prg;
+    n.chr = chr;
+    n.pixels = nullptr;
+    n.ppu_owed = 0;
+    n.ppu_budget = 0;
+    n.ppu_lazy = state->cart_kind != MAPPER_MMC3;
+}
+
+// Console::step: one instruction (or interrupt sequence), then the PPU caught up.
+NESLE_DEV void nes_step(Nes& n) {
+    cpu_step(n);
+    bus_catch_up_ppu(n);
+}
+
+// Runs until the PPU enters vertical blank (line 241, dot 1): one whole frame. The PPU is
+// caught up on every exit (Console::run_frame), so the state is exact between frames.
 NESLE_DEV void nes_run_frame(Nes& n) {
     n.s->ppu_frame_complete = 0;
     u32 steps = 0;
@@ -21,6 +40,7 @@ NESLE_DEV void nes_run_frame(Nes& n) {
             break;
         }
     }
+    bus_catch_up_ppu(n);
     n.s->ppu_frame_complete = 0;
 }
 
@@ -28,11 +48,7 @@ NESLE_DEV void nes_run_frame(Nes& n) {
 // and ends in vertical blank, so the last call draws every visible dot exactly once.
 NESLE_DEV void nes_step_env(FlatState* state, const u8* prg, const u8* chr, u8 action, u32 frames, u8* pixels) {
     Nes n;
-    n.s = state;
-    n.prg = prg;
-    n.chr = chr;
-    n.pixels = nullptr;
-    n.dot_pending = 0;
+    nes_init(n, state, prg, chr);
     state->pad_buttons[0] = action;
     for (u32 f = 0; f < frames; f++) {
         if (f + 1 == frames) n.pixels = pixels;

@@ -10,7 +10,11 @@ struct Nes {
     const u8* chr;
     // 256x240 palette indices for this env, or null: pixels are drawn only when set.
     u8* pixels;
-    // nes-core Bus::ppu_dot_pending: the cycle's third PPU dot runs after the CPU access.
-    // Always 0 between CPU bus operations, so it is not part of FlatState.
-    u8 dot_pending;
+    // nes-core Bus::ppu_owed / ppu_budget / ppu_lazy (the catch-up PPU, see bus.cuh): dots
+    // owed to the PPU, the owed count at which it must catch up (0: every cycle end), and
+    // whether the board lets it lag (not MMC3). Derived, not saved: `nes_init` sets them, and
+    // every exit to the caller catches up first, so FlatState is exact there.
+    u32 ppu_owed;
+    u32 ppu_budget;
+    bool ppu_lazy;
 };

@@ -1,10 +1,18 @@
-// The 2C02 PPU (nes-core ppu.rs + ppu/render.rs), dot by dot, function for function.
+// The 2C02 PPU (nes-core ppu.rs + ppu/render.rs), function for function.
 //
 // The model is nes-core's: a dot-accurate pipeline with the real fetch schedule, so MMC3's A12
 // counter, sprite 0 hit and mid-frame register writes land on the same dot as on the CPU side.
 // The kernel draws pixels only when the env was given a pixel buffer (`n.pixels`), which the
 // step entry point sets for the last frame of a frameskip; everything else (flags, timing,
 // fetches, sprite 0 hit) runs identically with or without it, as nes-core's `render_pixels`.
+//
+// Catch-up (nes-core's "catch-up PPU", docs/kernel-notes.md "Catch-up PPU in the kernels"):
+// the bus owes the PPU its dots and runs them in batches through `ppu_run` (Ppu::run), which
+// takes whole tiles, sprite slots, horizontal blanks, idle lines and, when no pixel matters,
+// whole lines at once (`ppu_render_tile`, `ppu_sprite_slot`, `ppu_hblank_fast`, `ppu_line_fast`,
+// `ppu_sprite_eval_line`: the render.rs functions of the same names). Only what none of those
+// covers goes dot by dot through `ppu_tick`. Each bulk path is exactly equal to ticking its dots
+// one by one (nes-core pins that with ppu::tests; here the parity test compares every frame).
 #pragma once
 #include "console_types.cuh"
 #include "cart.cuh"
@@ -212,6 +220,23 @@ NESLE_FN void ppu_sprite_eval(FlatState& s, u16 d) {
     }
 }
 
+// Pattern address (low plane) of a sprite row on the current line; empty slots fetch tile $FF
+// (render.rs sprite_pattern_addr).
+NESLE_FN u16 ppu_sprite_pattern_addr(const FlatState& s, u8 tile, u8 attr, u8 y, bool used) {
+    u16 row = (u8)((u8)s.ppu_scanline - y);
+    if (s.ppu_ctrl & CTRL_SPRITE_16) {
+        row &= 15;
+        if ((attr & 0x80) && used) row = 15 - row;
+        u16 table = (u16)((tile & 1) << 12);
+        u16 t = (u16)((tile & 0xfe) | (row >> 3));
+        return (u16)(table | (t << 4) | (row & 7));
+    }
+    row &= 7;
+    if ((attr & 0x80) && used) row = 7 - row;
+    u16 table = (s.ppu_ctrl & CTRL_SPRITE_TABLE) ? 0x1000 : 0;
+    return (u16)(table | ((u16)tile << 4) | row);
+}
+
 // Sprite pattern fetches, dots 257-320.
 NESLE_FN void ppu_sprite_fetch(Nes& n, u16 d) {
     FlatState& s = *n.s;
@@ -224,20 +249,7 @@ NESLE_FN void ppu_sprite_fetch(Nes& n, u16 d) {
         u8 attr = s.ppu_sec_oam[slot * 4 + 2];
         bool used = slot < s.ppu_spr_count;
         u8 tile = used ? s.ppu_sec_oam[slot * 4 + 1] : 0xff;
-        u16 row = (u8)((u8)s.ppu_scanline - y);
-        u16 addr;
-        if (s.ppu_ctrl & CTRL_SPRITE_16) {
-            row &= 15;
-            if ((attr & 0x80) && used) row = 15 - row;
-            u16 table = (u16)((tile & 1) << 12);
-            u16 t = (u16)((tile & 0xfe) | (row >> 3));
-            addr = (u16)(table | (t << 4) | (row & 7));
-        } else {
-            row &= 7;
-            if ((attr & 0x80) && used) row = 7 - row;
-            u16 table = (s.ppu_ctrl & CTRL_SPRITE_TABLE) ? 0x1000 : 0;
-            addr = (u16)(table | ((u16)tile << 4) | row);
-        }
+        u16 addr = ppu_sprite_pattern_addr(s, tile, attr, y, used);
         if (step == 6) addr += 8;
         u8 bits = cart_ppu_read(n, addr, s.ppu_dot_clock);
         if (!used) {
@@ -307,6 +319,20 @@ NESLE_FN void ppu_blank_pixel(Nes& n) {
     n.pixels[(u32)s.ppu_scanline * 256 + (s.ppu_dot - 1)] = ppu_palette_read(s, index);
 }
 
+// Dot 257: horizontal scroll bits of v from t, and the sprite units evaluated for the next
+// line take over (none show on line 0, so the pre-render line loads none). render.rs
+// start_hblank, shared by the per-dot and bulk paths.
+NESLE_FN void ppu_start_hblank(FlatState& s, bool visible) {
+    s.ppu_v = (u16)((s.ppu_v & ~0x041f) | (s.ppu_t & 0x041f));
+    if (visible) {
+        s.ppu_spr_count = s.ppu_eval_count;
+        s.ppu_spr_zero = s.ppu_eval_sprite0;
+    } else {
+        s.ppu_spr_count = 0;
+        s.ppu_spr_zero = 0;
+    }
+}
+
 // One dot of a visible line (0-239) or the pre-render line, rendering enabled.
 NESLE_FN void ppu_render_dot(Nes& n) {
     FlatState& s = *n.s;
@@ -322,16 +348,7 @@ NESLE_FN void ppu_render_dot(Nes& n) {
         ppu_bg_fetch(n, d);
         if (d == 256) ppu_increment_y(s);
     } else if (d <= 320) {
-        if (d == 257) {
-            s.ppu_v = (u16)((s.ppu_v & ~0x041f) | (s.ppu_t & 0x041f));
-            if (visible) {
-                s.ppu_spr_count = s.ppu_eval_count;
-                s.ppu_spr_zero = s.ppu_eval_sprite0;
-            } else {
-                s.ppu_spr_count = 0;
-                s.ppu_spr_zero = 0;
-            }
-        }
+        if (d == 257) ppu_start_hblank(s, visible);
         s.ppu_oam_addr = 0;
         if (!visible && d >= 280 && d <= 304) s.ppu_v = (u16)((s.ppu_v & ~0x7be0) | (s.ppu_t & 0x7be0));
         ppu_sprite_fetch(n, d);
@@ -394,8 +411,438 @@ NESLE_FN void ppu_tick(Nes& n) {
     }
 }
 
-// ppu_tick as a call (bus_finish_cycle's third dot); bus_clock inlines its own two copies.
-NESLE_DEV void ppu_tick_call(Nes& n) { ppu_tick(n); }
+// --- render.rs: the batch paths of ppu_run ---
+//
+// Each does the work of a run of `ppu_render_dot` calls at once, reordered only where nothing
+// another part reads in between is touched (nes-core's reasoning, in render.rs, applies line
+// for line). Fetches keep their own dot's clock so MMC3's A12 filter sees the same times.
+
+// The PPU's rendering fetch of a nametable byte (cart.rs Cart::ppu_read_nt): the caller knows
+// it is not CHR, so no range test.
+NESLE_FN u8 ppu_read_nt(Nes& n, u16 addr, u64 dot) {
+    cart_ppu_addr(n, addr, dot);
+    return n.s->cart_ciram[cart_nametable_offset(*n.s, addr)];
+}
+
+// The PPU's rendering fetch of a pattern byte (cart.rs Cart::ppu_read_chr).
+NESLE_FN u8 ppu_read_chr(Nes& n, u16 addr, u64 dot) {
+    cart_ppu_addr(n, addr, dot);
+    const FlatState& s = *n.s;
+    u32 off = cart_chr_offset(s, addr);
+    return s.cart_chr_is_ram ? s.cart_chr_ram[off] : n.chr[off];
+}
+
+// Whether any pixel of this line can still matter: output is on, or sprite 0 may hit
+// (render.rs line_draws).
+NESLE_FN bool ppu_line_draws(const Nes& n) {
+    const FlatState& s = *n.s;
+    return ppu_drawing(n) || (s.ppu_spr_zero && (s.ppu_status & STATUS_SPRITE0) == 0 &&
+                              (s.ppu_mask & (MASK_BG | MASK_SPRITE)) == (MASK_BG | MASK_SPRITE));
+}
+
+// The 8 pixels x0 ..= x0+7 of a tile (render.rs draw_tile), from the shifters as they are after
+// the tile's first dot (shift, then reload): pixel x0+i is bit 15 - fine_x - i of each register,
+// since the 7 shifts still to come move that bit to 15 - fine_x. The same composition as
+// `ppu_draw_pixel`. Tiles start at multiples of 8, so only the first is in the left column.
+// nes-core looks sprites up in a 256-entry line buffer; here the sprite units that overlap the
+// tile's columns are found once per tile (usually none) and only those are scanned per pixel,
+// in unit order: the same first-opaque-unit-wins result, without 256 bytes of local memory per
+// thread. (Collecting the 8 palette indices for one 8-byte store raised the kernel's register
+// count from 114 to 138 on sm_90, so the stores stay per byte.)
+NESLE_FN void ppu_draw_tile(Nes& n, u16 x0) {
+    FlatState& s = *n.s;
+    u8 mask = s.ppu_mask;
+    bool left = x0 == 0;
+    bool show_bg = (mask & MASK_BG) && (!left || (mask & MASK_BG_LEFT));
+    bool show_spr = (mask & MASK_SPRITE) && (!left || (mask & MASK_SPRITE_LEFT));
+    u32 near = 0;
+    if (show_spr) {
+        for (u32 i = 0; i < s.ppu_spr_count; i++) {
+            u32 sx = s.ppu_spr_x[i];
+            if (sx <= (u32)x0 + 7 && (u32)x0 <= sx + 7) near |= 1u << i;
+        }
+    }
+    bool draw = ppu_drawing(n);
+    if (!draw && !near) return;  // no output, and no sprite here to hit
+    // One byte of each shifter: bit 7-i is pixel x0+i.
+    u32 sh = 8 - s.ppu_x;
+    u32 plo = show_bg ? (u32)s.ppu_bg_lo >> sh : 0;
+    u32 phi = show_bg ? (u32)s.ppu_bg_hi >> sh : 0;
+    u32 alo = (u32)s.ppu_at_lo >> sh;
+    u32 ahi = (u32)s.ppu_at_hi >> sh;
+    // Entries 0-15 and sprite entries 0x11-0x1F (never a multiple of 4) need no mirroring.
+    u8 grey = (mask & MASK_GREY) ? 0x30 : 0x3f;
+    u8* row = draw ? n.pixels + (u32)s.ppu_scanline * 256 + x0 : nullptr;
+    for (u32 i = 0; i < 8; i++) {
+        u32 bit = 7 - i;
+        u32 p = (((phi >> bit) & 1) << 1) | ((plo >> bit) & 1);
+        u32 bg = p == 0 ? 0 : ((((ahi >> bit) & 1) << 3) | (((alo >> bit) & 1) << 2) | p);
+        u32 index = bg;
+        if (near) {
+            u16 x = (u16)(x0 + i);
+            for (u32 j = 0; j < s.ppu_spr_count; j++) {
+                if (!((near >> j) & 1)) continue;
+                u16 off = (u16)(x - s.ppu_spr_x[j]);
+                if (off >= 8) continue;
+                u16 b = 7 - off;
+                u32 sp = (((s.ppu_spr_hi[j] >> b) & 1) << 1) | ((s.ppu_spr_lo[j] >> b) & 1);
+                if (sp != 0) {
+                    if (j == 0 && s.ppu_spr_zero && bg != 0 && x != 255) s.ppu_status |= STATUS_SPRITE0;
+                    u8 attr = s.ppu_spr_attr[j];
+                    if (bg == 0 || (attr & 0x20) == 0) index = 0x10 | ((attr & 3) << 2) | sp;
+                    break;
+                }
+            }
+        }
+        if (draw) row[i] = s.ppu_palette[index] & grey;
+    }
+}
+
+// Dots dot+1 ..= dot+8 at once, the 8 dots of one background tile (dot+1 is 1 on a visible
+// line, 9, 17, ..., 249, or the prefetch tiles 321 and 329) on a rendering line (render.rs
+// render_tile; `eval` is its EVAL parameter: false when `ppu_sprite_eval_line` already did the
+// line's sprite evaluation). The four fetches only fill latches, which nothing reads before
+// the next tile's reload, so they run after the pixels, each with its own dot's clock.
+NESLE_DEV void ppu_render_tile(Nes& n, bool eval) {
+    FlatState& s = *n.s;
+    u16 d0 = s.ppu_dot + 1;
+    u64 clock = s.ppu_dot_clock + 1;
+    bool visible = s.ppu_scanline < 240 && d0 < 256;
+    // Dot d0: shift (not on 1 or 321), then the fetch step reloads (not on 1). Pixel d0-1 sits
+    // between the two but reads neither's bits, so the 8 pixels are composed after them.
+    if (d0 != 321 && d0 != 1) ppu_shift_bg(s);
+    if (d0 != 1) ppu_reload_bg(s);
+    // Without pixel output a pixel matters only for sprite 0 hit, which needs sprite unit 0
+    // under one of this tile's pixels d0-1 ..= d0+6.
+    bool draw = visible && (ppu_drawing(n) || (s.ppu_spr_zero && (s.ppu_status & STATUS_SPRITE0) == 0 &&
+                                               (s.ppu_mask & (MASK_BG | MASK_SPRITE)) == (MASK_BG | MASK_SPRITE) &&
+                                               (u16)s.ppu_spr_x[0] <= d0 + 6 && d0 - 1 <= (u16)s.ppu_spr_x[0] + 7));
+    if (draw) ppu_draw_tile(n, d0 - 1);
+    // Fetches of dots d0, d0+2, d0+4, d0+6 (v and the nametable latch hold until d0+7).
+    u16 v = s.ppu_v;
+    s.ppu_nt_latch = ppu_read_nt(n, 0x2000 | (v & 0x0fff), clock);
+    u16 addr = (u16)(0x23c0 | (v & 0x0c00) | ((v >> 4) & 0x38) | ((v >> 2) & 0x07));
+    u8 byte = ppu_read_nt(n, addr, clock + 2);
+    s.ppu_at_latch = (byte >> (((v >> 4) & 4) | (v & 2))) & 3;
+    u16 pat = ppu_bg_pattern_addr(s);
+    s.ppu_pat_lo_latch = ppu_read_chr(n, pat, clock + 4);
+    s.ppu_pat_hi_latch = ppu_read_chr(n, pat + 8, clock + 6);
+    s.ppu_bg_lo <<= 7;
+    s.ppu_bg_hi <<= 7;
+    s.ppu_at_lo <<= 7;
+    s.ppu_at_hi <<= 7;
+    // Sprite evaluation touches nothing the pixels or fetches use: it runs on its own.
+    if (visible && eval) {
+        if (d0 + 7 <= 64) {
+            // Secondary OAM clear: $FF into the buffer every dot, 4 bytes per tile.
+            s.ppu_eval_buffer = 0xff;
+            u32 k = (d0 >> 3) * 4;
+            for (u32 i = 0; i < 4; i++) s.ppu_sec_oam[k + i] = 0xff;
+        } else {
+            for (u16 d = d0; d < d0 + 8; d++) ppu_sprite_eval(s, d);
+        }
+    }
+    ppu_increment_x(s);
+    if (d0 + 7 == 256) ppu_increment_y(s);
+    s.ppu_dot = d0 + 7;
+    s.ppu_dot_clock = clock + 7;
+}
+
+// Dots dot+1 ..= dot+8 at once, one sprite-fetch slot (dot+1 is 257, 265, ..., 313): the same
+// work as 8 `ppu_render_dot`s (render.rs sprite_slot).
+NESLE_DEV void ppu_sprite_slot(Nes& n) {
+    FlatState& s = *n.s;
+    u16 d0 = s.ppu_dot + 1;
+    u64 clock = s.ppu_dot_clock + 1;
+    bool visible = s.ppu_scanline < 240;
+    if (d0 == 257) ppu_start_hblank(s, visible);
+    s.ppu_oam_addr = 0;
+    // Pre-render line: vertical scroll copied from t on every dot 280-304 (idempotent).
+    bool vcopy = !visible && d0 + 7 >= 280 && d0 <= 304;
+    if (vcopy && d0 >= 280) s.ppu_v = (u16)((s.ppu_v & ~0x7be0) | (s.ppu_t & 0x7be0));
+    // Garbage nametable fetches at +0 and +2 (they matter only to A12-watching boards).
+    (void)ppu_read_nt(n, 0x2000 | (s.ppu_v & 0x0fff), clock);
+    (void)ppu_read_nt(n, 0x2000 | (s.ppu_v & 0x0fff), clock + 2);
+    u32 slot = (d0 - 257) >> 3;
+    u8 y = s.ppu_sec_oam[slot * 4];
+    u8 attr = s.ppu_sec_oam[slot * 4 + 2];
+    bool used = slot < s.ppu_spr_count;
+    u8 tile = used ? s.ppu_sec_oam[slot * 4 + 1] : 0xff;
+    u16 addr = ppu_sprite_pattern_addr(s, tile, attr, y, used);
+    u8 lo = ppu_read_chr(n, addr, clock + 4);
+    u8 hi = ppu_read_chr(n, addr + 8, clock + 6);
+    if (!used) {
+        lo = 0;
+        hi = 0;
+    } else if (attr & 0x40) {
+        lo = reverse_bits8(lo);
+        hi = reverse_bits8(hi);
+    }
+    s.ppu_spr_lo[slot] = lo;
+    s.ppu_spr_attr[slot] = attr;
+    s.ppu_spr_x[slot] = s.ppu_sec_oam[slot * 4 + 3];
+    s.ppu_spr_hi[slot] = hi;
+    if (vcopy) s.ppu_v = (u16)((s.ppu_v & ~0x7be0) | (s.ppu_t & 0x7be0));
+    s.ppu_dot = d0 + 7;
+    s.ppu_dot_clock = clock + 7;
+}
+
+// Sprite evaluation of dots 65-256 of a visible line at once (render.rs sprite_eval_line): the
+// same state machine as 192 `ppu_sprite_eval` calls, one iteration per read/write pair, in
+// locals. Runs of out-of-range sprites (room left, nothing in range, byte index 0) are scanned
+// in a tight loop; once the scan is done the remaining pairs are computed in closed form.
+NESLE_DEV void ppu_sprite_eval_line(FlatState& s) {
+    i32 height = (s.ppu_ctrl & CTRL_SPRITE_16) ? 16 : 8;
+    i32 line = s.ppu_scanline;
+    u8 oam_addr = s.ppu_oam_addr;
+    u8 n = oam_addr >> 2;
+    u8 m = oam_addr & 3;
+    u8 sec_addr = 0;
+    bool in_range = false;
+    bool done = false;
+    u8 overflow_count = 0;
+    bool sprite0 = false;
+    bool overflow = false;
+    u8 buffer = 0;
+    u32 pair = 0;
+    while (pair < 96) {
+        if (done) {
+            // Each remaining pair: read OAM at (n, m), then n += 1.
+            u32 r = 96 - pair;
+            u8 last_n = (u8)((n + r - 1) & 63);
+            n = (u8)((n + r) & 63);
+            buffer = sec_addr >= 32 ? s.ppu_sec_oam[sec_addr & 31] : s.ppu_oam[(last_n << 2) | (m & 3)];
+            oam_addr = (u8)((n << 2) | (m & 3));
+            break;
+        }
+        if (!in_range && sec_addr < 32 && m == 0) {
+            // A run of out-of-range sprites: each pair reads Y at (n, 0), writes it to
+            // secondary OAM (without advancing), and moves n on.
+            u32 start = n;
+            u32 limit = start + (96 - pair);
+            if (limit > 64) limit = 64;
+            u32 k = start;
+            while (k < limit && (u32)(line - (i32)s.ppu_oam[k * 4]) >= (u32)height) k++;
+            if (k > start) {
+                buffer = s.ppu_oam[(k - 1) * 4];
+                s.ppu_sec_oam[sec_addr] = buffer;
+                pair += k - start;
+                n = (u8)(k & 63);
+                done = n == 0;
+                oam_addr = (u8)(n << 2);
+                continue;
+            }
+        }
+        buffer = s.ppu_oam[oam_addr];
+        if (!in_range) {
+            i32 row = line - (i32)buffer;
+            in_range = row >= 0 && row < height;
+        }
+        if (sec_addr < 32) {
+            s.ppu_sec_oam[sec_addr] = buffer;
+            if (in_range) {
+                m += 1;
+                sec_addr += 1;
+                if (n == 0) sprite0 = true;
+                if ((sec_addr & 3) == 0) {
+                    in_range = false;
+                    m = 0;
+                    n = (n + 1) & 63;
+                    done = n == 0;
+                }
+            } else {
+                n = (n + 1) & 63;
+                done = n == 0;
+            }
+        } else {
+            buffer = s.ppu_sec_oam[sec_addr & 31];
+            if (in_range) {
+                overflow = true;
+                m += 1;
+                if (m == 4) {
+                    n = (n + 1) & 63;
+                    m = 0;
+                }
+                if (overflow_count == 0) {
+                    overflow_count = 3;
+                } else {
+                    overflow_count -= 1;
+                    if (overflow_count == 0) {
+                        done = true;
+                        m = 0;
+                    }
+                }
+            } else {
+                n = (n + 1) & 63;
+                m = (m + 1) & 3;
+                done = n == 0;
+            }
+        }
+        oam_addr = (u8)((n << 2) | (m & 3));
+        pair += 1;
+    }
+    s.ppu_oam_addr = oam_addr;
+    s.ppu_eval_buffer = buffer;
+    s.ppu_eval_sec_addr = sec_addr;
+    s.ppu_eval_n = n;
+    s.ppu_eval_m = m;
+    s.ppu_eval_in_range = in_range;
+    s.ppu_eval_done = done;
+    s.ppu_eval_overflow_count = overflow_count;
+    s.ppu_eval_sprite0 = sprite0;
+    u8 c = sec_addr >> 2;
+    s.ppu_eval_count = c < 8 ? c : 8;
+    if (overflow) s.ppu_status |= STATUS_OVERFLOW;
+}
+
+// Dots dot+1 ..= 256 of a rendering line (from dot 0 of a visible line, or dot 8 of the
+// pre-render line) when no pixel of it matters and no board watches the PPU bus (render.rs
+// line_fast). The tiles before 233 then leave nothing behind but coarse X: every byte they fetch
+// is overwritten in the latches by tile 249 and shifted out of the 16-bit shifters by dot 256,
+// so only the last three tiles run.
+NESLE_DEV void ppu_line_fast(Nes& n) {
+    FlatState& s = *n.s;
+    if (s.ppu_scanline < 240) {
+        // Dots 1-64 fill secondary OAM with $FF, then 65-256 evaluate the next line.
+        for (u32 i = 0; i < 32; i++) s.ppu_sec_oam[i] = 0xff;
+        s.ppu_eval_buffer = 0xff;
+        ppu_sprite_eval_line(s);
+    }
+    u16 skipped = 232 - s.ppu_dot;
+    // One coarse X increment per skipped tile (fewer than 32: at most one wrap).
+    u16 x = (u16)((s.ppu_v & 0x1f) + skipped / 8);
+    if (x >= 32) s.ppu_v ^= 0x0400;
+    s.ppu_v = (u16)((s.ppu_v & ~0x1f) | (x & 0x1f));
+    s.ppu_dot = 232;
+    s.ppu_dot_clock += skipped;
+    for (u32 i = 0; i < 3; i++) ppu_render_tile(n, false);
+}
+
+// Dots 337-340 of a visible line and dot 0 of the next (5 dots): the last shift and reload,
+// two garbage nametable fetches, the move to the next line (never a new frame: only the
+// pre-render line ends one). render.rs line_tail.
+NESLE_FN void ppu_line_tail(Nes& n) {
+    FlatState& s = *n.s;
+    u64 clock = s.ppu_dot_clock + 1;
+    ppu_shift_bg(s);
+    ppu_reload_bg(s);
+    (void)ppu_read_nt(n, 0x2000 | (s.ppu_v & 0x0fff), clock);
+    (void)ppu_read_nt(n, 0x2000 | (s.ppu_v & 0x0fff), clock + 2);
+    s.ppu_dot = 0;
+    s.ppu_scanline += 1;
+    s.ppu_dot_clock = clock + 4;
+}
+
+// Dots 257-340 of a visible line and dot 0 of the next, at once, when no board watches the PPU
+// bus (render.rs hblank_fast): the garbage nametable fetches and the pattern fetches of empty
+// sprite slots (tile $FF, loaded as transparent) then have no effect, so only used slots read.
+NESLE_DEV void ppu_hblank_fast(Nes& n) {
+    FlatState& s = *n.s;
+    s.ppu_v = (u16)((s.ppu_v & ~0x041f) | (s.ppu_t & 0x041f));
+    s.ppu_spr_count = s.ppu_eval_count;
+    s.ppu_spr_zero = s.ppu_eval_sprite0;
+    s.ppu_oam_addr = 0;
+    for (u32 slot = 0; slot < 8; slot++) {
+        u8 y = s.ppu_sec_oam[slot * 4];
+        u8 attr = s.ppu_sec_oam[slot * 4 + 2];
+        s.ppu_spr_attr[slot] = attr;
+        s.ppu_spr_x[slot] = s.ppu_sec_oam[slot * 4 + 3];
+        if (slot < s.ppu_spr_count) {
+            u8 tile = s.ppu_sec_oam[slot * 4 + 1];
+            u16 addr = ppu_sprite_pattern_addr(s, tile, attr, y, true);
+            u64 clock = s.ppu_dot_clock + 5 + slot * 8;
+            u8 lo = ppu_read_chr(n, addr, clock);
+            u8 hi = ppu_read_chr(n, addr + 8, clock + 2);
+            if (attr & 0x40) {
+                lo = reverse_bits8(lo);
+                hi = reverse_bits8(hi);
+            }
+            s.ppu_spr_lo[slot] = lo;
+            s.ppu_spr_hi[slot] = hi;
+        } else {
+            s.ppu_spr_lo[slot] = 0;
+            s.ppu_spr_hi[slot] = 0;
+        }
+    }
+    s.ppu_dot = 320;
+    s.ppu_dot_clock += 64;
+    ppu_render_tile(n, false);
+    ppu_render_tile(n, false);
+    ppu_line_tail(n);
+}
+
+// --- ppu.rs: the catch-up entry points ---
+
+// Advances `count` dots, exactly as `count` calls of `ppu_tick` would (Ppu::run): the bus's
+// lazy catch-up. Spans without per-dot events run in bulk; everything else dot by dot.
+NESLE_DEV void ppu_run(Nes& n, u32 count) {
+    FlatState& s = *n.s;
+    bool watches = s.cart_kind == MAPPER_MMC3;  // Cart::watches_ppu_bus
+    while (count > 0) {
+        u16 d = s.ppu_dot;
+        u16 line = s.ppu_scanline;
+        if (count >= 8 && (d & 7) == 0 && ppu_rendering(s) && ppu_on_render_line(s)) {
+            if (((d == 0 && line < 240 && count >= 256) || (d == 8 && line == PPU_PRERENDER_LINE && count >= 248)) &&
+                !ppu_line_draws(n) && !watches) {
+                count -= 256 - d;
+                ppu_line_fast(n);
+                continue;
+            }
+            if (d == 64 && count >= 192 && line < 240) {
+                // Dots 65-256: evaluate the next line's sprites at once, then the tiles.
+                ppu_sprite_eval_line(s);
+                for (u32 i = 0; i < 24; i++) ppu_render_tile(n, false);
+                count -= 192;
+                continue;
+            }
+            if ((u16)(d - 8) <= 240 || (u16)(d - 320) <= 8 || (d == 0 && line < 240)) {
+                ppu_render_tile(n, true);
+                count -= 8;
+                continue;
+            }
+            if (d == 256 && count >= 85 && line < 240 && !watches) {
+                ppu_hblank_fast(n);
+                count -= 85;
+                continue;
+            }
+            if ((u16)(d - 256) <= 56) {
+                ppu_sprite_slot(n);
+                count -= 8;
+                continue;
+            }
+            if (d == 336 && line < 240) {
+                ppu_line_tail(n);
+                count -= 5;
+                continue;
+            }
+        }
+        if ((u16)(line - 240) <= 20 && d < 340 && (line != PPU_VBLANK_LINE || d != 0)) {
+            // Lines 240-260 do nothing but set VBL at 241/1: skip to the line's last dot.
+            u32 k = 340 - d;
+            if (k > count) k = count;
+            s.ppu_dot = (u16)(d + k);
+            s.ppu_dot_clock += k;
+            count -= k;
+            continue;
+        }
+        ppu_tick(n);
+        count -= 1;
+    }
+}
+
+// Dots from now until the next dot on which the NMI line can change by itself (VBL set at
+// 241/1, cleared at 261/1): Ppu::dots_to_nmi_event. Never late: across the odd-frame skip it
+// assumes the skip, so it may be one dot early, and the bus then simply asks again.
+NESLE_FN u32 ppu_dots_to_nmi_event(const FlatState& s) {
+    const u32 line = PPU_DOTS_PER_LINE;
+    const u32 set = PPU_VBLANK_LINE * line + 1;
+    const u32 clear = PPU_PRERENDER_LINE * line + 1;
+    const u32 frame = PPU_LINES_PER_FRAME * line;
+    u32 pos = (u32)s.ppu_scanline * line + s.ppu_dot;
+    if (pos < set) return set - pos;
+    if (pos < clear) return clear - pos;
+    return frame - 1 - pos + set;
+}
 
 NESLE_FN void ppu_increment_v_after_access(Nes& n) {
     FlatState& s = *n.s;
@@ -500,7 +947,8 @@ NESLE_DEV void ppu_cpu_write(Nes& n, u16 addr, u8 v) {
                 } else {
                     s.ppu_t = (u16)((s.ppu_t & 0x7f00) | v);
                     s.ppu_v = s.ppu_t;
-                    cart_ppu_addr(n, s.ppu_v & 0x3fff, s.ppu_dot_clock);
+                    // While rendering, the PPU's own fetches own the address bus.
+                    if (!(ppu_rendering(s) && ppu_on_render_line(s))) cart_ppu_addr(n, s.ppu_v & 0x3fff, s.ppu_dot_clock);
                 }
                 s.ppu_w = !s.ppu_w;
             }
