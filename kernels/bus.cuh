@@ -1,14 +1,24 @@
 // The CPU address space and the console clock (nes-core bus.rs + controller.rs).
 //
-// The PPU runs lazily, as in nes-core ("catch-up PPU"): each CPU cycle owes it 3 dots
-// (`n.ppu_owed`), and they run in one `ppu_run` batch only when something could observe the
-// difference: before an access to $2000-$3FFF, each OAM DMA write and a write to $8000-$FFFF
-// (mapper banking), all but the cycle's third dot, so the access sees the PPU one dot before
-// the CPU's end-of-cycle NMI sample does (the $2002 read race of ppu_vbl_nmi 05-08); and at the
-// end of a cycle when the owed dots reach the next dot where the NMI line can change by itself
-// (`n.ppu_budget`, from `ppu_dots_to_nmi_event`). MMC3 boards get budget 0 (a catch-up at the
-// end of every cycle: the CPU samples their A12-driven IRQ line each cycle). The console
-// catches up at the end of every frame (`nes_run_frame`), so the saved state is exact there.
+// The PPU runs lazily, as in nes-core ("catch-up PPU"): each CPU cycle owes it 3 dots (owed =
+// `3 * bus_cycles - n.ppu_done`), and they run in one `ppu_run` batch only when something could
+// observe the difference: before an access to $2000-$3FFF, each OAM DMA write and a write to
+// $8000-$FFFF (mapper banking), all but the cycle's third dot, so the access sees the PPU one
+// dot before the CPU's end-of-cycle NMI sample does (the $2002 read race of ppu_vbl_nmi 05-08);
+// and at the end of the cycle `n.ppu_deadline` where the owed dots reach the next dot where the
+// NMI line can change by itself (`ppu_dots_to_nmi_event`). MMC3 boards get a deadline of every
+// cycle (the CPU samples their A12-driven IRQ line each cycle).
+//
+// The APU runs lazily too (nes-core perf-notes #20): `bus_cycles` runs ahead of `n.apu_synced`,
+// and `apu_run` catches it up before $4015 reads and $4000-$4017 writes, at `n.apu_deadline`
+// (`apu_cycles_to_event`: the cycle where its IRQ line may rise or the DMC may want a DMA; the
+// end-of-cycle check catches up there, so the CPU's IRQ sample and the next read's DMA test see
+// the exact APU), and at the end of every frame.
+//
+// Both deadlines are cycle numbers, so a cycle costs `bus_cycles += 1` and one compare against
+// their minimum (`n.deadline`) at its end; a pending OAM DMA sets that minimum to 0 (nes-core
+// perf-notes #22). The console catches both up at the end of every frame (`nes_run_frame`), so
+// the saved state is exact there.
 #pragma once
 #include "console_types.cuh"
 #include "cart.cuh"
@@ -34,38 +44,86 @@ NESLE_FN u8 pads_read(FlatState& s, u32 port) {
 
 // --- bus.rs ---
 
-// Bus::run_ppu: runs the owed dots but `keep`, then sets the budget: the owed count at which
-// the PPU reaches the next dot where its NMI output may change by itself (0 for MMC3).
+// Cart::prg_read: a PRG ROM byte ($8000-$FFFF) through the banking map.
+NESLE_FN u8 bus_prg_read(const Nes& n, u16 addr) { return n.prg[n.s->cart_prg_map[(addr >> 13) & 3] + (addr & 0x1fff)]; }
+
+#define LINE_NMI 1
+#define LINE_IRQ 2
+
+// Bus::refresh_lines: reads the interrupt lines again from the chips.
+NESLE_FN void bus_refresh_lines(Nes& n) {
+    const FlatState& s = *n.s;
+    n.lines = (u8)((ppu_nmi(s) ? LINE_NMI : 0) | ((apu_irq(s) || s.cart_irq_line) ? LINE_IRQ : 0));
+}
+
+// Bus::ppu_owed: PPU dots owed, 3 per cycle since the last catch-up plus any it left owed.
+NESLE_FN u32 bus_ppu_owed(const Nes& n) { return (u32)(3 * n.s->bus_cycles - n.ppu_done); }
+
+// Bus::update_deadlines: the two combined deadlines after one of their parts changed.
+NESLE_FN void bus_update_deadlines(Nes& n) {
+    bool oam = n.s->bus_oam_dma_pending != 0;
+    n.deadline = oam ? 0 : (n.ppu_deadline < n.apu_deadline ? n.ppu_deadline : n.apu_deadline);
+    n.dma_deadline = oam ? 0 : n.apu_deadline;
+}
+
+// Bus::run_ppu: runs the owed dots but `keep`, then sets `ppu_deadline`: the cycle at which the
+// PPU reaches the next dot where its NMI output may change by itself (every cycle for MMC3).
 NESLE_DEV void bus_run_ppu(Nes& n, u32 keep) {
-    u32 count = n.ppu_owed - keep;
-    n.ppu_owed = keep;
+    u32 count = bus_ppu_owed(n) - keep;
+    n.ppu_done = 3 * n.s->bus_cycles - keep;
     ppu_run(n, count);
-    n.ppu_budget = n.ppu_lazy ? ppu_dots_to_nmi_event(*n.s) : 0;
+    bus_refresh_lines(n);
+    u32 budget = n.ppu_lazy ? ppu_dots_to_nmi_event(*n.s) : 0;
+    // The first cycle whose end sees `3 * cycles - ppu_done >= budget` owed dots.
+    n.ppu_deadline = (n.ppu_done + budget + 2) / 3;
+    bus_update_deadlines(n);
 }
 
-// Bus::tick: one CPU cycle of time for everything but the CPU, up to its access: the cycle
-// count, the APU cycle, and 3 PPU dots owed.
-NESLE_FN void bus_tick(Nes& n) {
-    n.s->bus_cycles += 1;
-    n.ppu_owed += 3;
-    apu_tick(*n.s);
+// Bus::set_apu_deadline: the next cycle at which the CPU could see the APU change by itself.
+NESLE_FN void bus_set_apu_deadline(Nes& n) {
+    n.apu_deadline = n.s->bus_cycles + apu_cycles_to_event(*n.s);
+    bus_update_deadlines(n);
 }
 
-// Bus::finish_cycle: the end of a CPU cycle, before the CPU samples its interrupt lines. DMA
-// cycles skip it: the CPU samples nothing while halted, and the owed dots carry over.
+// Bus::run_apu: runs the owed APU cycles (this one's included), then sets the deadline.
+NESLE_DEV void bus_run_apu(Nes& n) {
+    apu_run(n, (u32)(n.s->bus_cycles - n.apu_synced));
+    bus_refresh_lines(n);
+    n.apu_synced = n.s->bus_cycles;
+    bus_set_apu_deadline(n);
+}
+
+// Bus::catch_up_apu: the APU exact, so it can be read or written.
+NESLE_FN void bus_catch_up_apu(Nes& n) {
+    if (n.s->bus_cycles != n.apu_synced) bus_run_apu(n);
+}
+
+// Bus::tick: one CPU cycle of time for everything but the CPU, up to its access. The APU cycle
+// and the 3 PPU dots are owed: both run ahead in `bus_cycles`.
+NESLE_FN void bus_tick(Nes& n) { n.s->bus_cycles += 1; }
+
+// Bus::finish_cycle_events: the PPU and/or APU at their deadline.
+NESLE_DEV void bus_finish_cycle_events(Nes& n) {
+    if (n.s->bus_cycles >= n.ppu_deadline) bus_run_ppu(n, 0);
+    if (n.s->bus_cycles >= n.apu_deadline) bus_run_apu(n);
+}
+
+// Bus::finish_cycle: the end of a CPU cycle, before the CPU samples its interrupt lines: one
+// compare against the nearer deadline. DMA cycles skip it: the CPU samples nothing while
+// halted, and the owed dots carry over.
 NESLE_FN void bus_finish_cycle(Nes& n) {
-    if (n.ppu_owed >= n.ppu_budget) bus_run_ppu(n, 0);
+    if (n.s->bus_cycles >= n.deadline) bus_finish_cycle_events(n);
 }
 
 // Bus::catch_up_for_access: the owed dots but the current cycle's third, before an access that
 // reads or changes PPU state (registers, OAM DMA writes, mapper banking).
 NESLE_FN void bus_catch_up_for_access(Nes& n) {
-    if (n.ppu_owed > 1) bus_run_ppu(n, 1);
+    if (bus_ppu_owed(n) > 1) bus_run_ppu(n, 1);
 }
 
 // Bus::catch_up_ppu: all owed dots, between CPU instructions, so the PPU is exact for observers.
 NESLE_FN void bus_catch_up_ppu(Nes& n) {
-    if (n.ppu_owed != 0) bus_run_ppu(n, 0);
+    if (bus_ppu_owed(n) != 0) bus_run_ppu(n, 0);
 }
 
 // A read without the clock: what the CPU would see at `addr` now.
@@ -74,9 +132,16 @@ NESLE_FN u8 bus_read_mem(Nes& n, u16 addr) {
     if (addr < 0x2000) return s.ram[addr & 0x7ff];
     if (addr < 0x4000) {
         bus_catch_up_for_access(n);
-        return ppu_cpu_read(n, addr);
+        u8 v = ppu_cpu_read(n, addr);
+        bus_refresh_lines(n);
+        return v;
     }
-    if (addr == 0x4015) return (u8)((apu_read_status(s) & ~0x20) | (s.bus_open_bus & 0x20));
+    if (addr == 0x4015) {
+        bus_catch_up_apu(n);
+        u8 v = apu_read_status(s);
+        bus_refresh_lines(n);
+        return (u8)((v & ~0x20) | (s.bus_open_bus & 0x20));
+    }
     if (addr == 0x4016 || addr == 0x4017) return (u8)((s.bus_open_bus & 0xe0) | pads_read(s, addr & 1));
     if (addr < 0x4020) return s.bus_open_bus;
     return cart_cpu_read(n, addr, s.bus_open_bus);
@@ -89,35 +154,54 @@ NESLE_FN void bus_write_mem(Nes& n, u16 addr, u8 v) {
     } else if (addr < 0x4000) {
         bus_catch_up_for_access(n);
         ppu_cpu_write(n, addr, v);
+        bus_refresh_lines(n);
     } else if (addr == 0x4014) {
         s.bus_oam_dma_pending = 1;
         s.bus_oam_dma_page = v;
+        bus_update_deadlines(n);
     } else if (addr == 0x4016) {
         pads_write_strobe(s, v);
     } else if (addr <= 0x4017) {
-        apu_write(s, addr, v);
+        bus_catch_up_apu(n);
+        apu_write(n, addr, v);
+        bus_refresh_lines(n);
+        // The write may move the next IRQ or DMA ($4010, $4015, $4017).
+        bus_set_apu_deadline(n);
     } else if (addr < 0x4020) {
         // disabled test registers
     } else {
         // A mapper register can switch CHR banks or mirroring under the PPU.
         if (addr >= 0x8000) bus_catch_up_for_access(n);
         cart_cpu_write(n, addr, v, s.bus_cycles);
+        // MMC3's IRQ acknowledge.
+        bus_refresh_lines(n);
     }
 }
 
-// DMC sample fetch: stalls the CPU for 4 cycles (3 idle, 1 read) on a read cycle. The test is
-// inlined into every read; the rare stall (Bus::run_dmc_dma) is not.
+// DMC sample fetch (Bus::run_dmc_dma): stalls the CPU for 4 cycles (3 idle, 1 read) on a read
+// cycle.
 NESLE_DEV void bus_run_dmc_dma(Nes& n) {
     FlatState& s = *n.s;
     u16 addr = s.dmc_addr;
     for (int i = 0; i < 4; i++) bus_tick(n);
     u8 v = bus_read_mem(n, addr);
     s.bus_open_bus = v;
+    bus_catch_up_apu(n);
     dmc_dma_complete(s, v);
+    bus_refresh_lines(n);
+    bus_set_apu_deadline(n);
 }
 
-NESLE_FN void bus_service_dmc_dma(Nes& n) {
+// Bus::check_dmc_dma: at the APU deadline, the APU caught up and its DMA run if it wants one.
+NESLE_DEV void bus_check_dmc_dma(Nes& n) {
+    bus_catch_up_apu(n);
     if (dmc_dma_wanted(*n.s)) bus_run_dmc_dma(n);
+}
+
+// Bus::service_dmc_dma: a request can only have come up at the APU deadline (the previous cycle
+// end caught the APU up there, or DMA cycles skipped that check), so the test is one compare.
+NESLE_FN void bus_service_dmc_dma(Nes& n) {
+    if (n.s->bus_cycles >= n.apu_deadline) bus_check_dmc_dma(n);
 }
 
 // OAM DMA: the halt cycle, one more to align so the reads ("get") fall on odd cycles, then
@@ -139,28 +223,40 @@ NESLE_DEV void bus_run_oam_dma(Nes& n, u8 page, u16 halted_addr) {
         bus_tick(n);
         bus_catch_up_for_access(n);
         ppu_cpu_write(n, 0x2004, v);
+        bus_refresh_lines(n);
     }
 }
 
-// CpuBus::read: one CPU read cycle (after any DMA the read halts for).
-NESLE_DEV u8 bus_read(Nes& n, u16 addr) {
+// Bus::start_read_dma: the start of a read at the DMA deadline: a pending OAM DMA runs first
+// (the CPU halts on this read), then a DMC fetch if the APU wants one.
+NESLE_DEV void bus_start_read_dma(Nes& n, u16 addr) {
     FlatState& s = *n.s;
     if (s.bus_oam_dma_pending) {
         u8 page = s.bus_oam_dma_page;
         // Option::take(): the saved form of None is (0, 0).
         s.bus_oam_dma_pending = 0;
         s.bus_oam_dma_page = 0;
+        bus_update_deadlines(n);
         bus_run_oam_dma(n, page, addr);
     }
     bus_service_dmc_dma(n);
+}
+
+// CpuBus::read: one CPU read cycle (after any DMA the read halts for).
+NESLE_DEV u8 bus_read(Nes& n, u16 addr) {
+    FlatState& s = *n.s;
+    // One compare for both DMAs: `dma_deadline` is 0 while an OAM DMA is pending.
+    if (s.bus_cycles >= n.dma_deadline) bus_start_read_dma(n, addr);
     bus_tick(n);
     if (addr >= 0x8000) {
         // PRG ROM: most reads (opcodes, operands), straight from the map (nes-core perf #16).
-        u8 v = n.prg[s.cart_prg_map[(addr >> 13) & 3] + (addr & 0x1fff)];
+        u8 v = bus_prg_read(n, addr);
         bus_finish_cycle(n);
         s.bus_open_bus = v;
         return v;
     }
+    // RAM reads take bus_read_mem's first branch, inlined here: nes-core's #25 (RAM before its
+    // out-of-line read_mem) has nothing to gain in the kernel (measured: -0.05% Ir).
     u8 v = bus_read_mem(n, addr);
     bus_finish_cycle(n);
     // $4015 is read inside the CPU: the external data bus keeps its old value.
@@ -175,9 +271,24 @@ NESLE_DEV void bus_write(Nes& n, u16 addr, u8 v) {
     bus_finish_cycle(n);
 }
 
-NESLE_FN bool bus_nmi_line(const Nes& n) { return ppu_nmi(*n.s); }
+// Bus::idle_jmp_iterations: how many more iterations of a `JMP` to itself (3 read cycles of
+// PRG ROM) the CPU can run before a cycle end where the PPU or APU must catch up (where the NMI
+// or IRQ line may change, or the DMC may want a DMA): those iterations change nothing but
+// time. 0 while an OAM DMA is pending, and on MMC3 boards (their PPU deadline is every cycle).
+NESLE_FN u32 bus_idle_jmp_iterations(const Nes& n) {
+    u64 now = n.s->bus_cycles;
+    if (n.deadline <= now) return 0;
+    u64 k = (n.deadline - now - 1) / 3;
+    return k > 0xffffffffull ? 0xffffffffu : (u32)k;
+}
 
-NESLE_FN bool bus_irq_line(const Nes& n) { return apu_irq(*n.s) || n.s->cart_irq_line; }
+// Bus::skip_idle_jmp: `count` iterations of a `JMP` to itself at once: the clock runs 3 cycles
+// each and the data bus keeps the operand's high byte (the CPU's registers do not change).
+NESLE_FN void bus_skip_idle_jmp(Nes& n, u32 count) { n.s->bus_cycles += 3 * (u64)count; }
+
+NESLE_FN bool bus_nmi_line(const Nes& n) { return (n.lines & LINE_NMI) != 0; }
+
+NESLE_FN bool bus_irq_line(const Nes& n) { return (n.lines & LINE_IRQ) != 0; }
 
 NESLE_FN void bus_idle(Nes& n) {
     bus_tick(n);

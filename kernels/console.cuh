@@ -8,40 +8,77 @@
 // reaching vertical blank is in an impossible state (corrupted memory) and is halted with fault 2,
 // so one bad env cannot hang the launch.
 
-// The per-thread view of `state` (Bus::new / Bus::load: nothing owed, budget 0 = catch up at
-// the next cycle end).
+// The per-thread view of `state` (Bus::load: nothing owed, PPU and APU deadlines now, i.e.
+// both recompute at the next cycle end; Apu::load: length writes may be pending).
 NESLE_FN void nes_init(Nes& n, FlatState* state, const u8* prg, const u8* chr) {
     n.s = state;
     n.prg = prg;
     n.chr = chr;
     n.pixels = nullptr;
-    n.ppu_owed = 0;
-    n.ppu_budget = 0;
+    u64 now = state->bus_cycles;
+    n.ppu_done = 3 * now;
+    n.ppu_deadline = now;
+    n.apu_synced = now;
+    n.apu_deadline = now;
     n.ppu_lazy = state->cart_kind != MAPPER_MMC3;
+    n.apu_length_writes_pending = true;
+    bus_update_deadlines(n);
+    bus_refresh_lines(n);
 }
 
-// Console::step: one instruction (or interrupt sequence), then the PPU caught up.
+// Console::step: one instruction (or interrupt sequence), then the PPU and APU caught up.
 NESLE_DEV void nes_step(Nes& n) {
+    bus_refresh_lines(n);
     cpu_step(n);
     bus_catch_up_ppu(n);
+    bus_catch_up_apu(n);
 }
 
-// Runs until the PPU enters vertical blank (line 241, dot 1): one whole frame. The PPU is
-// caught up on every exit (Console::run_frame), so the state is exact between frames.
+// Console::skip_idle_loop: the CPU just ran an instruction that jumped to itself. If it is
+// `JMP abs` in PRG ROM and the CPU is at rest, runs up to `max` more iterations of it in bulk,
+// stopping before any cycle where the PPU or APU could change an interrupt line, and returns
+// how many. Every skipped iteration would read the same three bytes (no side effects in PRG
+// ROM), sample the same lines and leave the CPU as it is, so only the clock moves.
+NESLE_DEV u32 nes_skip_idle_loop(Nes& n, u32 max) {
+    const FlatState& s = *n.s;
+    u16 pc = s.cpu_pc;
+    if (pc < 0x8000 || pc > 0xfffd) return 0;
+    u8 lo = (u8)pc, hi = (u8)(pc >> 8);
+    if (bus_prg_read(n, pc) != 0x4c || bus_prg_read(n, pc + 1) != lo || bus_prg_read(n, pc + 2) != hi ||
+        s.bus_open_bus != hi || !cpu_interrupts_at_rest(n))
+        return 0;
+    u32 k = bus_idle_jmp_iterations(n);
+    if (k > max) k = max;
+    bus_skip_idle_jmp(n, k);
+    return k;
+}
+
+// Runs until the PPU enters vertical blank (line 241, dot 1): one whole frame. The PPU and APU
+// are caught up on every exit (Console::run_frame), so the state is exact between frames.
+// Games wait for the NMI in a `JMP` to itself (SMB: a third of its cycles in play): once an
+// iteration of it leaves the CPU at rest, the following ones up to the next cycle where an
+// interrupt line may change are skipped in bulk, each counted as a step (nes-core perf #21).
 NESLE_DEV void nes_run_frame(Nes& n) {
-    n.s->ppu_frame_complete = 0;
+    FlatState& s = *n.s;
+    s.ppu_frame_complete = 0;
+    bus_refresh_lines(n);
     u32 steps = 0;
-    while (!n.s->ppu_frame_complete) {
+    while (!s.ppu_frame_complete) {
+        u16 pc = s.cpu_pc;
         cpu_step(n);
-        if (++steps > NES_MAX_STEPS_PER_FRAME) {
-            n.s->cpu_fault = 2;
-            n.s->cpu_fault_opcode = 0;
-            n.s->cpu_fault_pc = n.s->cpu_pc;
+        steps += 1;
+        if (s.cpu_pc == pc && !s.ppu_frame_complete)
+            steps += nes_skip_idle_loop(n, steps < NES_MAX_STEPS_PER_FRAME ? NES_MAX_STEPS_PER_FRAME - steps : 0);
+        if (steps > NES_MAX_STEPS_PER_FRAME) {
+            s.cpu_fault = 2;
+            s.cpu_fault_opcode = 0;
+            s.cpu_fault_pc = s.cpu_pc;
             break;
         }
     }
     bus_catch_up_ppu(n);
-    n.s->ppu_frame_complete = 0;
+    bus_catch_up_apu(n);
+    s.ppu_frame_complete = 0;
 }
 
 // One env's share of nesle_step. `pixels` (nullable) receives the last frame: run_frame starts

@@ -10,11 +10,32 @@ struct Nes {
     const u8* chr;
     // 256x240 palette indices for this env, or null: pixels are drawn only when set.
     u8* pixels;
-    // nes-core Bus::ppu_owed / ppu_budget / ppu_lazy (the catch-up PPU, see bus.cuh): dots
-    // owed to the PPU, the owed count at which it must catch up (0: every cycle end), and
-    // whether the board lets it lag (not MMC3). Derived, not saved: `nes_init` sets them, and
-    // every exit to the caller catches up first, so FlatState is exact there.
-    u32 ppu_owed;
-    u32 ppu_budget;
+    // The catch-up bookkeeping of nes-core's Bus (see bus.cuh), derived, not saved: `nes_init`
+    // sets it (= Bus::load), and every exit to the caller catches the PPU and APU up first, so
+    // FlatState is exact there. Cycle numbers compare against FlatState::bus_cycles.
+    // Bus::ppu_done: PPU dots run, so the dots owed are `3 * bus_cycles - ppu_done`.
+    u64 ppu_done;
+    // Bus::ppu_deadline: the cycle at whose end the PPU must catch up (the next dot where the
+    // NMI line may change by itself; every cycle for MMC3).
+    u64 ppu_deadline;
+    // Bus::apu_synced: the cycle up to which the APU has run.
+    u64 apu_synced;
+    // Bus::apu_deadline: the cycle at which the APU must catch up (its IRQ line may rise or the
+    // DMC may want a DMA).
+    u64 apu_deadline;
+    // Bus::deadline: min(ppu_deadline, apu_deadline), or 0 while an OAM DMA is pending: the one
+    // test at the end of a cycle (nes-core perf-notes #22).
+    u64 deadline;
+    // Bus::dma_deadline: apu_deadline, or 0 while an OAM DMA is pending: the one test at the
+    // start of a read.
+    u64 dma_deadline;
+    // Bus::lines: the interrupt lines (LINE_NMI, LINE_IRQ) as the PPU, APU and cart drive them
+    // now, refreshed after every call that can change them: the CPU samples them every cycle,
+    // and one byte is cheaper than the PPU's status and control, two APU flags and the cart's
+    // line (nes-core perf-notes #23).
+    u8 lines;
+    // Bus::ppu_lazy: false for boards whose IRQ follows PPU fetches (MMC3): the PPU never lags.
     bool ppu_lazy;
+    // Apu::length_writes_pending: a length-counter register write may still have to land.
+    bool apu_length_writes_pending;
 };

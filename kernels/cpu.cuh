@@ -33,6 +33,16 @@ NESLE_FN void cpu_sample(Nes& n) {
     s.cpu_irq_run = bus_irq_line(n) && (s.cpu_p & FLAG_I) == 0;
 }
 
+// Cpu::interrupts_at_rest: nothing pending or being polled, and the sampled lines equal the
+// bus's now, so another instruction that changes neither the lines nor I leaves the pipeline
+// exactly as it is (the idle-loop fast-forward relies on this).
+NESLE_FN bool cpu_interrupts_at_rest(const Nes& n) {
+    const FlatState& s = *n.s;
+    return !(s.cpu_nmi_pending || s.cpu_nmi_take || s.cpu_irq_run || s.cpu_irq_take || s.cpu_reset_pending) &&
+           !s.cpu_fault && (s.cpu_nmi_prev_line != 0) == bus_nmi_line(n) &&
+           !(bus_irq_line(n) && (s.cpu_p & FLAG_I) == 0);
+}
+
 NESLE_FN u8 cpu_read(Nes& n, u16 addr) {
     u8 v = bus_read(n, addr);
     cpu_sample(n);

@@ -24,9 +24,9 @@ extern "C" void nesle_host_reset_from_bank(FlatState* states, const FlatState* b
 
 extern "C" u32 nesle_host_state_size(void) { return (u32)sizeof(FlatState); }
 
-// One CPU step (instruction or interrupt sequence) of one console, PPU caught up after it as
-// Console::step does: lets tests find the first diverging instruction when a frame-level
-// parity check fails.
+// One CPU step (instruction or interrupt sequence) of one console, PPU and APU caught up after
+// it as Console::step does (no idle-loop fast-forward: that lives in run_frame only): lets
+// tests find the first diverging instruction when a frame-level parity check fails.
 extern "C" void nesle_host_cpu_step(FlatState* state, const u8* prg, const u8* chr) {
     Nes n;
     nes_init(n, state, prg, chr);

@@ -1,7 +1,8 @@
 //! Host speed proxy for the kernels: the host-compiled kernel (`nes_cuda::host::step`, the same
 //! sources as the GPU build) on Super Mario Bros., frames per second with pixels off and on.
 //! Host C++ speed stands in for the GPU's instruction count (docs/kernel-notes.md, "Catch-up
-//! PPU in the kernels"); it is not a GPU throughput figure.
+//! PPU in the kernels" and "Lazy APU, one deadline, cached lines, idle-loop fast-forward in the
+//! kernels"); it is not a GPU throughput figure.
 //!
 //! `cargo run --release -p nes-cuda --example host_fps -- [FRAMES] [off|on|both]`
 //! (default 600 both). Boot (200 frames, Start pressed at 60-63) runs on nes-core and is not
