@@ -68,8 +68,24 @@ NESLE_FN void bus_update_deadlines(Nes& n) {
 
 // Bus::run_ppu: runs the owed dots but `keep`, then sets `ppu_deadline`: the cycle at which the
 // PPU reaches the next dot where its NMI output may change by itself (every cycle for MMC3).
+// Kernels only, a guard like the frame loop's: no correct run owes more than about two frames
+// of dots or cycles (the PPU deadline is never a frame away; the frame loop catches both up at
+// every frame end, and halts a console after NES_MAX_STEPS_PER_FRAME steps). A larger count is
+// a corrupted state: halt that console (fault 2, "stalled") instead of running billions of
+// dots, which would stall the launch for every env. It never fires where nes-core is matched.
+#define NES_MAX_OWED (1u << 20)
+
+NESLE_FN bool bus_owed_is_impossible(Nes& n, u32 owed) {
+    if (owed <= NES_MAX_OWED) return false;
+    n.s->cpu_fault = 2;
+    n.s->cpu_fault_opcode = 0;
+    n.s->cpu_fault_pc = n.s->cpu_pc;
+    return true;
+}
+
 NESLE_DEV void bus_run_ppu(Nes& n, u32 keep) {
     u32 count = bus_ppu_owed(n) - keep;
+    if (bus_owed_is_impossible(n, count)) count = 0;
     n.ppu_done = 3 * n.s->bus_cycles - keep;
     ppu_run(n, count);
     bus_refresh_lines(n);
@@ -87,7 +103,8 @@ NESLE_FN void bus_set_apu_deadline(Nes& n) {
 
 // Bus::run_apu: runs the owed APU cycles (this one's included), then sets the deadline.
 NESLE_DEV void bus_run_apu(Nes& n) {
-    apu_run(n, (u32)(n.s->bus_cycles - n.apu_synced));
+    u64 owed = n.s->bus_cycles - n.apu_synced;
+    apu_run(n, bus_owed_is_impossible(n, owed > NES_MAX_OWED ? NES_MAX_OWED + 1 : (u32)owed) ? 0 : (u32)owed);
     bus_refresh_lines(n);
     n.apu_synced = n.s->bus_cycles;
     bus_set_apu_deadline(n);
