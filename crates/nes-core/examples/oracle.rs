@@ -11,7 +11,8 @@
 //! * `ALL`: the lines above folded into one.
 //!
 //! `bench N R` runs the callgrind protocol: SMB, 200 frames of boot, then `N` timed frames
-//! (the `timed` function) with pixel output `R` (0 or 1).
+//! (the `timed` function) with pixel output `R` (0 or 1). `rgb N` converts SMB's frame 200 to
+//! RGB `N` times (`timed_rgb`, `palette::indices_to_rgb`).
 //!
 //! ```text
 //! cargo run --release -p nes-core --example oracle [-- -v | bench 300 0]
@@ -132,6 +133,28 @@ fn bench(n: u64, render: bool) {
     println!("fps {:.0} state {:016x}", n as f64 / s, fnv(&nes.save_state()));
 }
 
+fn bench_rgb(n: u64) {
+    let rom = load(&game("super-mario-bros.nes"));
+    let mut nes = Console::new(&rom).unwrap();
+    for f in 0..200 {
+        nes.set_buttons(0, script(f));
+        nes.run_frame();
+    }
+    let mut rgb = vec![0u8; nes.pixels().len() * 3];
+    let t = std::time::Instant::now();
+    timed_rgb(&nes, &mut rgb, n);
+    let s = t.elapsed().as_secs_f64();
+    println!("frames/s {:.0} rgb {:016x}", n as f64 / s, fnv(&rgb));
+}
+
+/// The measured part of `bench_rgb`.
+#[inline(never)]
+fn timed_rgb(nes: &Console, rgb: &mut [u8], n: u64) {
+    for _ in 0..n {
+        nes_core::palette::indices_to_rgb(std::hint::black_box(nes.pixels()), rgb);
+    }
+}
+
 /// The measured part of `bench` (callgrind's `--toggle-collect` target).
 #[inline(never)]
 fn timed(nes: &mut Console, n: u64) {
@@ -146,6 +169,10 @@ fn main() {
     if args.len() > 1 && args[1] == "bench" {
         let n = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(300);
         bench(n, args.get(3).map(String::as_str) == Some("1"));
+        return;
+    }
+    if args.len() > 1 && args[1] == "rgb" {
+        bench_rgb(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100));
         return;
     }
     let print = args.len() > 1 && args[1] == "-v";

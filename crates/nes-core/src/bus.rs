@@ -236,7 +236,13 @@ impl Bus {
         match addr {
             0x0000..=0x1fff => self.ram[addr as usize & 0x7ff],
             0x2000..=0x3fff => {
-                self.catch_up_for_access();
+                // A `$2002` poll before the status can change needs no catch-up (#28).
+                if !(addr & 7 == 2
+                    && self.ppu_lazy
+                    && self.ppu_owed().saturating_sub(1) < self.ppu.dots_to_status_change())
+                {
+                    self.catch_up_for_access();
+                }
                 let v = self.ppu.cpu_read(addr, &mut self.cart);
                 self.refresh_lines();
                 v
@@ -437,6 +443,12 @@ impl CpuBus for Bus {
     #[inline(always)]
     fn irq_line(&self) -> bool {
         self.lines & LINE_IRQ != 0
+    }
+
+    #[inline(always)]
+    fn lines(&self) -> u8 {
+        // LINE_NMI and LINE_IRQ are the trait's bits 0 and 1.
+        self.lines
     }
 
     #[inline(always)]

@@ -7,7 +7,8 @@
 //!
 //! Banking is precomputed: every register write recomputes `prg_map` (four 8 KiB CPU windows)
 //! and `chr_map` (eight 1 KiB PPU windows) as byte offsets, so a read is one shift, one add and
-//! one load. The CUDA kernel mirrors this struct field for field.
+//! one load. The CUDA kernel mirrors this struct's saved fields; `prg_window` (a copy of the
+//! four mapped PRG banks, so that a CPU read is one masked load) is derived and CPU-only.
 
 use crate::mapper::{self, MapperKind};
 use crate::state::{Snapshot, StateError, StateReader, StateWriter};
@@ -235,6 +236,11 @@ pub struct Cart {
     pub(crate) mirroring: Mirroring,
     /// Byte offsets into PRG ROM of the 8 KiB windows at $8000, $A000, $C000, $E000.
     pub(crate) prg_map: [u32; 4],
+    /// The four windows' bytes, copied out of `prg_rom` whenever `prg_map` changes: a CPU
+    /// read of $8000-$FFFF (most reads: opcodes and operands) is then one masked index,
+    /// without the map, the shared ROM's pointer and a bounds check (perf-notes #32).
+    /// Derived from `prg_map`, not saved.
+    pub(crate) prg_window: [u8; 0x8000],
     /// Byte offsets into CHR ROM/RAM of the 1 KiB windows at $0000..$1C00.
     pub(crate) chr_map: [u32; 8],
     /// Board registers; their meaning depends on the mapper (see each `mapper/m*.rs`).
@@ -304,6 +310,7 @@ impl Cart {
             header_mirroring: h.mirroring,
             mirroring: h.mirroring,
             prg_map: [0; 4],
+            prg_window: [0; 0x8000],
             chr_map: [0; 8],
             regs: [0; 8],
             latch: 0,
@@ -321,7 +328,21 @@ impl Cart {
             hash,
         };
         mapper::power_on(&mut cart);
+        cart.fill_prg_window();
         cart
+    }
+
+    /// Copies PRG ROM window `slot` (8 KiB at `prg_map[slot]`) into `prg_window`.
+    pub(crate) fn fill_prg_slot(&mut self, slot: usize) {
+        let from = self.prg_map[slot] as usize;
+        self.prg_window[slot * 0x2000..(slot + 1) * 0x2000]
+            .copy_from_slice(&self.prg_rom[from..from + 0x2000]);
+    }
+
+    fn fill_prg_window(&mut self) {
+        for slot in 0..4 {
+            self.fill_prg_slot(slot);
+        }
     }
 
     /// A hash of the ROM contents; save states carry it.
@@ -357,8 +378,7 @@ impl Cart {
     /// CPU read of $8000-$FFFF (always PRG ROM).
     #[inline(always)]
     pub(crate) fn prg_read(&self, addr: u16) -> u8 {
-        let slot = ((addr >> 13) & 3) as usize;
-        self.prg_rom[self.prg_map[slot] as usize + (addr as usize & 0x1fff)]
+        self.prg_window[addr as usize & 0x7fff]
     }
 
     /// CPU write of $4020-$FFFF. `cycle` is the CPU cycle count (MMC1 needs it).
@@ -529,6 +549,7 @@ impl Snapshot for Cart {
                 return Err(StateError::BadField("cart.prg_map"));
             }
         }
+        self.fill_prg_window();
         let chr_len = self.chr_len();
         for m in &mut self.chr_map {
             *m = r.u32()?;

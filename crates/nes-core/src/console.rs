@@ -65,6 +65,7 @@ impl Console {
     #[inline]
     pub fn step(&mut self) {
         self.bus.refresh_lines();
+        self.cpu.unsettle();
         self.cpu.step(&mut self.bus);
         self.bus.catch_up_ppu();
         self.bus.catch_up_apu();
@@ -80,6 +81,7 @@ impl Console {
     pub fn run_frame(&mut self) {
         self.bus.ppu.frame_complete = false;
         self.bus.refresh_lines();
+        self.cpu.unsettle();
         let mut steps = 0u32;
         while !self.bus.ppu.frame_complete {
             let pc = self.cpu.pc;

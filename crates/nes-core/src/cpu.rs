@@ -23,6 +23,11 @@ pub trait CpuBus {
     fn nmi_line(&self) -> bool;
     /// IRQ line level (active high here).
     fn irq_line(&self) -> bool;
+    /// Both lines in one byte: bit 0 NMI, bit 1 IRQ (what the CPU samples every cycle).
+    #[inline(always)]
+    fn lines(&self) -> u8 {
+        self.nmi_line() as u8 | (self.irq_line() as u8) << 1
+    }
     /// A cycle in which the CPU is halted (JAM): time passes, nothing is accessed.
     fn idle(&mut self);
 }
@@ -82,7 +87,16 @@ pub struct Cpu {
     irq_run: bool,
     irq_take: bool,
     reset_pending: bool,
+    /// `lines()` of the last sample when another sample with the same lines would change
+    /// nothing (the pipeline has settled), else `UNSETTLED`. Derived, not saved: it lets a
+    /// cycle skip the sample's stores (perf-notes #30, #31). The sample also reads P's I
+    /// flag, so everything that changes I (or the pipeline outside `sample`) must call
+    /// `unsettle`; `Console` does on entry, since `p` is public.
+    settled: u8,
 }
+
+/// A `settled` value no lines byte (bits 0-1) can equal.
+const UNSETTLED: u8 = 0xff;
 
 impl Default for Cpu {
     fn default() -> Self {
@@ -109,6 +123,7 @@ impl Cpu {
             irq_run: false,
             irq_take: false,
             reset_pending: true,
+            settled: UNSETTLED,
         }
     }
 
@@ -127,6 +142,13 @@ impl Cpu {
             && self.fault.is_none()
             && self.nmi_prev_line == bus.nmi_line()
             && !(bus.irq_line() && self.p & I == 0)
+    }
+
+    /// Makes the next end-of-cycle sample a full one: after a change to I or to the interrupt
+    /// pipeline outside `sample`.
+    #[inline(always)]
+    pub(crate) fn unsettle(&mut self) {
+        self.settled = UNSETTLED;
     }
 
     /// P as pushed by PHP/BRK (B and bit 5 set).
@@ -150,15 +172,22 @@ impl Cpu {
 
     #[inline(always)]
     fn sample<Bs: CpuBus>(&mut self, bus: &Bs) {
+        let key = bus.lines();
+        if key == self.settled {
+            return;
+        }
         // The previous cycle's decision becomes this cycle's "second-to-last cycle" view.
         self.nmi_take = self.nmi_pending;
-        let line = bus.nmi_line();
+        let line = key & 1 != 0;
         if line && !self.nmi_prev_line {
             self.nmi_pending = true;
         }
         self.nmi_prev_line = line;
         self.irq_take = self.irq_run;
-        self.irq_run = bus.irq_line() && self.p & I == 0;
+        self.irq_run = key & 2 != 0 && self.p & I == 0;
+        // Settled: with the same key the next sample copies equal values and sees no edge.
+        let settled = self.nmi_take == self.nmi_pending && self.irq_take == self.irq_run;
+        self.settled = if settled { key } else { UNSETTLED };
     }
 
     #[inline(always)]
@@ -195,6 +224,7 @@ impl Cpu {
     }
 
     /// Executes one instruction, or the interrupt/reset sequence that is due.
+    #[inline(always)]
     pub fn step<Bs: CpuBus>(&mut self, bus: &mut Bs) {
         if self.reset_pending {
             self.run_reset(bus);
@@ -222,6 +252,7 @@ impl Cpu {
             self.s = self.s.wrapping_sub(1);
         }
         self.p |= I;
+        self.unsettle();
         let lo = self.read(bus, RESET_VECTOR);
         let hi = self.read(bus, RESET_VECTOR + 1);
         self.pc = u16::from_le_bytes([lo, hi]);
@@ -229,6 +260,7 @@ impl Cpu {
         self.nmi_pending = false;
         self.nmi_take = false;
         self.irq_take = false;
+        self.settled = UNSETTLED;
     }
 
     /// The 7-cycle IRQ/NMI sequence; an NMI detected before the vector fetch takes it over.
@@ -239,12 +271,14 @@ impl Cpu {
         self.push(bus, self.pc as u8);
         let vector = if self.nmi_pending {
             self.nmi_pending = false;
+            self.settled = UNSETTLED;
             NMI_VECTOR
         } else {
             IRQ_VECTOR
         };
         self.push(bus, self.p | U);
         self.p |= I;
+        self.unsettle();
         let lo = self.read(bus, vector);
         let hi = self.read(bus, vector + 1);
         self.pc = u16::from_le_bytes([lo, hi]);
@@ -575,6 +609,7 @@ impl Cpu {
                 self.read(bus, 0x100 | self.s as u16);
                 let p = self.pull(bus);
                 self.p = p & !(B | U);
+                self.unsettle();
                 let lo = self.pull(bus);
                 let hi = self.pull(bus);
                 self.pc = u16::from_le_bytes([lo, hi]);
@@ -585,17 +620,20 @@ impl Cpu {
                 self.push(bus, self.pc as u8);
                 let vector = if self.nmi_pending {
                     self.nmi_pending = false;
+                    self.settled = UNSETTLED;
                     NMI_VECTOR
                 } else {
                     IRQ_VECTOR
                 };
                 self.push(bus, self.p | B | U);
                 self.p |= I;
+                self.unsettle();
                 let lo = self.read(bus, vector);
                 let hi = self.read(bus, vector + 1);
                 self.pc = u16::from_le_bytes([lo, hi]);
                 // An NMI seen during BRK's last cycles waits for the next instruction.
                 self.nmi_take = false;
+                self.settled = UNSETTLED;
             }
             Mn::PHA => {
                 self.read(bus, self.pc);
@@ -616,6 +654,7 @@ impl Cpu {
                 self.read(bus, 0x100 | self.s as u16);
                 let p = self.pull(bus);
                 self.p = p & !(B | U);
+                self.unsettle();
             }
             Mn::JAM => {
                 self.fault = Some(Fault::Jam { opcode, pc });
@@ -634,8 +673,14 @@ impl Cpu {
         match mn {
             Mn::CLC => self.p &= !C,
             Mn::SEC => self.p |= C,
-            Mn::CLI => self.p &= !I,
-            Mn::SEI => self.p |= I,
+            Mn::CLI => {
+                self.p &= !I;
+                self.unsettle();
+            }
+            Mn::SEI => {
+                self.p |= I;
+                self.unsettle();
+            }
             Mn::CLV => self.p &= !V,
             Mn::CLD => self.p &= !D,
             Mn::SED => self.p |= D,
@@ -876,6 +921,7 @@ impl Snapshot for Cpu {
         self.irq_run = r.bool()?;
         self.irq_take = r.bool()?;
         self.reset_pending = r.bool()?;
+        self.settled = UNSETTLED;
         Ok(())
     }
 }

@@ -7,6 +7,8 @@
 //!
 //! Adding a mapper:
 //! 1. add `mapper/mNNN_name.rs` with `power_on`, `write`, `update` (and `reset` if it has one);
+//!    `update` sets PRG banks only through [`set_prg_8k`], which keeps `Cart::prg_window` (the
+//!    copy CPU reads come from) in step with `prg_map`;
 //! 2. add a variant to `MapperKind` and its row to `from_number` and to each `match` here;
 //! 3. if it needs state beyond `Cart::regs`/`latch`/IRQ fields, add fields to `Cart` and to its
 //!    `Snapshot` impl, and bump `console::STATE_VERSION`;
@@ -101,7 +103,11 @@ pub(crate) fn update(cart: &mut Cart) {
 pub(crate) fn set_prg_8k(cart: &mut Cart, banks: [usize; 4]) {
     let count = (cart.prg_len() / 0x2000).max(1);
     for (slot, bank) in banks.into_iter().enumerate() {
-        cart.prg_map[slot] = ((bank % count) * 0x2000) as u32;
+        let offset = ((bank % count) * 0x2000) as u32;
+        if cart.prg_map[slot] != offset {
+            cart.prg_map[slot] = offset;
+            cart.fill_prg_slot(slot);
+        }
     }
 }
 

@@ -170,6 +170,12 @@ pub struct Ppu {
     /// rebuilt when `spr_line_dirty`, not saved.
     spr_line: [u8; WIDTH],
     spr_line_dirty: bool,
+    /// Bit i of `in_range[line]`: sprite i's OAM Y puts it on visible line `line` (at the
+    /// current sprite height). Derived from OAM Y bytes and `ctrl`, not saved: rebuilt when
+    /// `!in_range_valid` (any OAM write, a sprite-size change, a load), at most about once a
+    /// frame. `sprite_eval_line` jumps over out-of-range sprites with it (perf-notes #27).
+    in_range: [u64; 240],
+    in_range_valid: bool,
 }
 
 impl core::fmt::Debug for Ppu {
@@ -246,6 +252,8 @@ impl Ppu {
             spr_x: [0; 8],
             spr_line: [0; WIDTH],
             spr_line_dirty: true,
+            in_range: [0; 240],
+            in_range_valid: false,
         }
     }
 
@@ -347,7 +355,8 @@ impl Ppu {
         while n > 0 {
             if n >= 8 && self.dot & 7 == 0 && self.rendering() && self.on_render_line() {
                 let d = self.dot;
-                if (d == 0 && self.scanline < 240 && n >= 256 || d == 8 && self.scanline == PRERENDER_LINE && n >= 248)
+                if (d <= 64 && self.scanline < 240 && n >= 256 - d as u32
+                    || d == 8 && self.scanline == PRERENDER_LINE && n >= 248)
                     && !self.line_draws()
                     && !cart.watches_ppu_bus()
                 {
@@ -422,6 +431,62 @@ impl Ppu {
         }
     }
 
+    /// Dots from now until the first dot on which `$2002`'s bits 5-7 may change by
+    /// themselves: never late, possibly early. Before it, a `$2002` read returns the same
+    /// value whether the PPU has caught up or not, and its side effects (VBL clear, `w`, the
+    /// I/O latch) touch nothing the rendering reads, so the bus answers it without running
+    /// the owed dots (perf-notes #28). Bounds, the nearest wins:
+    /// * VBL set/clear, and the clear of hit and overflow at 261/1: `dots_to_nmi_event`, less
+    ///   one (the dot before VBL is where a read suppresses it);
+    /// * sprite 0 hit (both layers shown, flag clear): on this line from pixel `spr_x[0]`
+    ///   (dot `spr_x[0] + 1`) when unit 0 holds sprite 0, else the next line's dot 1;
+    /// * sprite overflow (flag clear): dots 65-256 of a visible line, unless this line's
+    ///   evaluation is done or cannot fill secondary OAM (it starts aligned, OAMADDR & 3 = 0,
+    ///   and fewer than 8 sprites are in range: only after 8 hits does the scan read other
+    ///   bytes as Y); the next line's from dot 65.
+    ///
+    /// Register writes that change any of this (`$2000`/`$2001`/`$2003`/`$2004`, OAM DMA)
+    /// catch the PPU up first, so the bound holds until the next catch-up.
+    pub(crate) fn dots_to_status_change(&mut self) -> u32 {
+        const LINE: u32 = DOTS_PER_LINE as u32;
+        // A read on the dot before VBL suppresses it, which `cpu_read` detects from the
+        // PPU's own position: that dot needs the catch-up too.
+        let mut dist = self.dots_to_nmi_event() - 1;
+        // Lines 240-260 change nothing before 261/1; rendering off: no evaluation or hit
+        // until a `$2001` write.
+        if !self.rendering() || (self.scanline >= 240 && self.scanline != PRERENDER_LINE) {
+            return dist;
+        }
+        let d = self.dot as u32;
+        // Dot `dot2` of the next line (the pre-render line may skip its last dot).
+        let skip = (self.scanline == PRERENDER_LINE) as u32;
+        let next_line = |dot2: u32| LINE - d + dot2 - skip;
+        let both = MASK_BG | MASK_SPRITE;
+        if self.status & STATUS_SPRITE0 == 0 && self.mask & both == both {
+            let first = self.spr_x[0] as u32 + 1;
+            let hit = if self.scanline < 240 && d < 257 && self.spr_zero && first <= 255 {
+                first.max(d + 1) - d
+            } else {
+                next_line(1)
+            };
+            dist = dist.min(hit);
+        }
+        if self.status & STATUS_OVERFLOW == 0 {
+            let this_line_done = self.scanline >= 240
+                || d >= 256
+                || (d >= 65 && self.eval_done)
+                || (d < 65 && self.oam_addr & 3 == 0 && {
+                    if !self.in_range_valid {
+                        self.build_in_range();
+                    }
+                    self.in_range[self.scanline as usize].count_ones() < 8
+                });
+            let overflow = if this_line_done { next_line(65) } else { 65u32.max(d + 1) - d };
+            dist = dist.min(overflow);
+        }
+        dist
+    }
+
     /// Whether the PPU is on a line where rendering (when enabled) touches v and OAM.
     #[inline(always)]
     fn on_render_line(&self) -> bool {
@@ -469,6 +534,9 @@ impl Ppu {
         match addr & 7 {
             0 => {
                 if !self.warming_up {
+                    if (self.ctrl ^ v) & CTRL_SPRITE_16 != 0 {
+                        self.in_range_valid = false;
+                    }
                     self.ctrl = v;
                     self.t = (self.t & !0x0c00) | ((v as u16 & 3) << 10);
                 }
@@ -587,6 +655,7 @@ impl Ppu {
         } else {
             let v = if self.oam_addr & 3 == 2 { v & 0xe3 } else { v };
             self.oam[self.oam_addr as usize] = v;
+            self.in_range_valid = false;
             self.oam_addr = self.oam_addr.wrapping_add(1);
         }
     }
@@ -730,6 +799,7 @@ impl Snapshot for Ppu {
         r.bytes(&mut self.spr_attr)?;
         r.bytes(&mut self.spr_x)?;
         self.spr_line_dirty = true;
+        self.in_range_valid = false;
         Ok(())
     }
 }
