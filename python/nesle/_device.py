@@ -108,12 +108,12 @@ class DeviceStep:
         if env.autoreset:
             done = terminated | truncated
             info["final_obs"], info["_final_obs"] = self.observation(copy=True), done.clone()
-            info["final_info"], info["_final_info"] = _masked(info, done), done.clone()
+            info["final_info"], info["_final_info"] = masked(info, done), done.clone()
             self.restart(done)
             fresh = self.info(self.ram)
             for key in fresh:
                 if not key.startswith("_"):
-                    info[key] = _where(done, fresh[key], info[key])
+                    info[key] = where(done, fresh[key], info[key])
         return self.observation(), reward.float(), terminated, truncated, info
 
     # --- internals ---
@@ -243,24 +243,31 @@ def _with_masks(info: dict[str, Any], n: int, d: DeviceStep) -> dict[str, Any]:
     return out
 
 
-def _masked(info: dict[str, Any], mask: Any) -> dict[str, Any]:
+def _copy(x: Any) -> Any:
+    return x.clone() if hasattr(x, "clone") else np.array(x, copy=True)
+
+
+def masked(info: dict[str, Any], mask: Any) -> dict[str, Any]:
+    """A copy of a vector info whose ``_key`` masks are ``mask`` (NumPy or torch alike)."""
     out: dict[str, Any] = {}
     for key, value in info.items():
         if key.startswith("_"):
-            out[key] = mask.clone()
+            out[key] = _copy(mask)
         elif isinstance(value, dict):
-            out[key] = _masked(value, mask)
+            out[key] = masked(value, mask)
         elif not key.startswith("final_"):
-            out[key] = value.clone() if hasattr(value, "clone") else np.array(value, copy=True)
+            out[key] = _copy(value)
     return out
 
 
-def _where(mask: Any, new: Any, old: Any) -> Any:
+def where(mask: Any, new: Any, old: Any) -> Any:
+    """``new`` where ``mask`` (one flag per env), else ``old``, through nested info dicts; torch
+    values stay on their device, host-only values (names) are chosen on the host."""
     if isinstance(new, dict):
-        return {k: _where(mask, new[k], old[k]) for k in new}
+        return {k: where(mask, new[k], old[k]) for k in new}
     if hasattr(new, "clone"):  # a tensor
         import torch
 
         return torch.where(mask.view(-1, *[1] * (new.dim() - 1)), new, old)
-    m = mask.cpu().numpy()  # host-only values (names)
+    m = to_numpy(mask)
     return np.where(m.reshape(-1, *[1] * (np.ndim(new) - 1)), new, old)

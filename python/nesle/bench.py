@@ -109,13 +109,18 @@ def run(
         if gray is not None:
             gray(batch)
 
+    name = protocol + ("+pixels" if pixels else "")
+    return _timed(step, name, backend, n, warmup, steps, frameskip)
+
+
+def _timed(step, name: str, backend: str, n: int, warmup: int, steps: int, frameskip: int) -> Row:
+    """``warmup`` untimed then ``steps`` timed calls of ``step``: the protocol's row."""
     for _ in range(warmup):
         step()
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
     dt = time.perf_counter() - t0
-    name = protocol + ("+pixels" if pixels else "")
     rate = n * steps / dt
     return Row(name, backend, n, steps, dt, rate, rate * frameskip)
 
@@ -157,15 +162,10 @@ def _run_env(protocol, n, backend, frameskip, warmup, steps, seed, pixels, rom) 
         venv.step(right if protocol == "A" else rng.integers(0, len(SIMPLE_MOVEMENT), n))
         sync()
 
-    for _ in range(warmup):
-        step()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    dt = time.perf_counter() - t0
+    name = protocol + ("+pixels" if pixels else "") + "/env"
+    row = _timed(step, name, backend, n, warmup, steps, frameskip)
     venv.close()
-    rate = n * steps / dt
-    return Row(protocol + ("+pixels" if pixels else "") + "/env", backend, n, steps, dt, rate, rate * frameskip)
+    return row
 
 
 def _cuda_sync() -> None:

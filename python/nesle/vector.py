@@ -69,7 +69,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from nesle import _native, roms
-from nesle._device import DeviceStep
+from nesle._device import DeviceStep, masked, where
 from nesle import actions as actions_mod
 from nesle import start_states as starts
 from nesle.games import GAMES, GameSpec
@@ -368,12 +368,12 @@ class NesleVectorEnv(VectorEnv):
             for i in np.flatnonzero(done):
                 final_obs[i] = final[i]
             info["final_obs"], info["_final_obs"] = final_obs, done.copy()
-            info["final_info"], info["_final_info"] = _masked(info, done), done.copy()
+            info["final_info"], info["_final_info"] = masked(info, done), done.copy()
             self._restart(done)
             fresh = self._info(self._ram)
             for key in fresh:
                 if not key.startswith("_"):
-                    info[key] = _where(done, fresh[key], info[key])
+                    info[key] = where(done, fresh[key], info[key])
         return self._observation(), reward.astype(np.float32), terminated, truncated, info
 
     def render(self) -> np.ndarray | None:
@@ -622,25 +622,6 @@ def _with_masks(info: dict[str, Any], n: int) -> dict[str, Any]:
         out[key] = _with_masks(value, n) if isinstance(value, dict) else np.asarray(value)
         out[f"_{key}"] = np.ones(n, bool)
     return out
-
-
-def _masked(info: dict[str, Any], mask: np.ndarray) -> dict[str, Any]:
-    """A copy of a vector info whose ``_key`` masks are ``mask``."""
-    out: dict[str, Any] = {}
-    for key, value in info.items():
-        if key.startswith("_"):
-            out[key] = mask.copy()
-        elif isinstance(value, dict):
-            out[key] = _masked(value, mask)
-        elif not key.startswith("final_"):
-            out[key] = np.array(value, copy=True)
-    return out
-
-
-def _where(mask: np.ndarray, new: Any, old: Any) -> Any:
-    if isinstance(new, dict):
-        return {k: _where(mask, new[k], old[k]) for k in new}
-    return np.where(mask.reshape(-1, *[1] * (np.ndim(new) - 1)), new, old)
 
 
 def make_vec(
