@@ -382,6 +382,35 @@ impl Bus {
         self.cycles += 3 * n as u64;
     }
 
+    /// How many more iterations of a `$2002` poll loop (`LDA $2002; AND #m; BEQ/BNE` back to
+    /// the `LDA`: 9 cycles, the PPU read on the 4th) the CPU can run in bulk: not past a
+    /// cycle end where the PPU or APU must catch up (as `idle_jmp_iterations`), and only while
+    /// every skipped read comes before the first dot where the status bits may change
+    /// (`Ppu::dots_to_status_change`, never late), so each returns what a read now would.
+    /// 0 on boards whose IRQ follows the PPU.
+    pub(crate) fn status_poll_iterations(&mut self) -> u32 {
+        if !self.ppu_lazy || self.deadline <= self.cycles {
+            return 0;
+        }
+        let by_clock = (self.deadline - self.cycles - 1) / 9;
+        // The k-th skipped read runs the owed dots but its cycle's third (as `read_mem`):
+        // it sees the PPU `owed + 27 (k - 1) + 11` dots ahead of where it is now.
+        let seen = self.ppu_owed() as u64 + 11;
+        let stable = self.ppu.dots_to_status_change() as u64;
+        if stable <= seen {
+            return 0;
+        }
+        let by_status = (stable - seen - 1) / 27 + 1;
+        by_clock.min(by_status).min(u32::MAX as u64) as u32
+    }
+
+    /// `n` iterations of a `$2002` poll loop at once: 9 cycles each; the caller has checked
+    /// that an iteration leaves the CPU, the data bus and the PPU as they are, and
+    /// `n <= status_poll_iterations()`.
+    pub(crate) fn skip_status_poll(&mut self, n: u32) {
+        self.cycles += 9 * n as u64;
+    }
+
     /// A debug read with no side effects: RAM, PRG RAM and ROM; I/O registers read as 0.
     pub fn peek(&self, addr: u16) -> u8 {
         match addr {

@@ -8,7 +8,7 @@ use crate::bus::Bus;
 use crate::cart::Cart;
 #[cfg(feature = "alloc")]
 use crate::cart::RomError;
-use crate::cpu::{Cpu, Fault};
+use crate::cpu::{Cpu, Fault, N, Z};
 use crate::ppu::{HEIGHT, WIDTH};
 use crate::state::{fnv1a, Snapshot, StateError, StateReader, StateWriter};
 
@@ -77,7 +77,8 @@ impl Console {
     /// Games wait for the NMI in a `JMP` to itself (SMB: a third of its cycles in play, see
     /// perf-notes #21): once an iteration of it leaves the CPU at rest, the following ones up
     /// to the next cycle where an interrupt line may change are skipped in bulk, each counted
-    /// as a step.
+    /// as a step. SMB's sprite-0 wait (`LDA $2002; AND #$40; BEQ`, ~30 lines a frame) is
+    /// skipped the same way, up to the first read that could see a status bit change (#35).
     pub fn run_frame(&mut self) {
         self.bus.ppu.frame_complete = false;
         self.bus.refresh_lines();
@@ -87,8 +88,11 @@ impl Console {
             let pc = self.cpu.pc;
             self.cpu.step(&mut self.bus);
             steps += 1;
-            if self.cpu.pc == pc && self.fast_forward && !self.bus.ppu.frame_complete {
-                steps += self.skip_idle_loop(MAX_STEPS_PER_FRAME.saturating_sub(steps));
+            // 0: a `JMP` to itself; 5: a `BEQ`/`BNE` back to a `LDA $2002; AND #m` (one
+            // test for both: 1 and 4 fall through in `skip_loop`).
+            let back = pc.wrapping_sub(self.cpu.pc);
+            if back & !5 == 0 && self.fast_forward && !self.bus.ppu.frame_complete {
+                steps += self.skip_loop(back, MAX_STEPS_PER_FRAME.saturating_sub(steps));
             }
             if steps > MAX_STEPS_PER_FRAME {
                 self.cpu.fault = Some(Fault::Stalled { pc: self.cpu.pc });
@@ -100,12 +104,66 @@ impl Console {
         self.bus.ppu.frame_complete = false;
     }
 
+    /// The CPU just ran an instruction that jumped `back` bytes back: try the idle-loop
+    /// (`back == 0`) or the status-poll (`back == 5`) fast-forward; returns the steps skipped.
+    #[inline(never)]
+    fn skip_loop(&mut self, back: u16, max: u32) -> u32 {
+        match back {
+            0 => self.skip_idle_loop(max),
+            5 => self.skip_status_poll(max),
+            _ => 0,
+        }
+    }
+
+    /// The CPU just ran a taken `BEQ`/`BNE` back to `LDA $2002` (any mirror); `AND #m`;
+    /// `BEQ`/`BNE` (SMB waits for the sprite-0 hit so, ~30 lines a frame: perf-notes #35).
+    /// If the iteration it just finished is a fixed point (a `$2002` read now would change
+    /// nothing and return a value that gives the same A, N and Z and keeps looping; the data
+    /// bus holds the branch's dummy read; the interrupt pipeline at rest), runs up to `max`
+    /// steps of it in bulk: whole iterations, none past a cycle where the PPU or APU must
+    /// catch up or a read that could see a status bit change. Returns the steps skipped.
+    fn skip_status_poll(&mut self, max: u32) -> u32 {
+        let l = self.cpu.pc;
+        // The loop in PRG ROM, its taken branch on the same page (3 cycles).
+        if !(0x8000..=0xfff8).contains(&l) || (l ^ (l + 7)) & 0xff00 != 0 {
+            return 0;
+        }
+        let cart = &self.bus.cart;
+        let b = |i: u16| cart.prg_read(l + i);
+        let branch = b(5);
+        if b(0) != 0xad
+            || b(1) & 7 != 2
+            || b(2) & 0xe0 != 0x20
+            || b(3) != 0x29
+            || (branch != 0xf0 && branch != 0xd0)
+            || b(6) != 0xf9
+        {
+            return 0;
+        }
+        let Some(v) = self.bus.ppu.idle_status_read() else {
+            return 0;
+        };
+        let r = v & b(4);
+        let zn = if r == 0 { Z } else { r & N };
+        if self.cpu.a != r
+            || self.cpu.p & (Z | N) != zn
+            || (r == 0) != (branch == 0xf0)
+            || self.bus.open_bus != b(7)
+            || !self.cpu.interrupts_at_rest(&self.bus)
+        {
+            return 0;
+        }
+        let n = self.bus.status_poll_iterations().min(max / 3);
+        self.bus.skip_status_poll(n);
+        3 * n
+    }
+
     /// The CPU just ran an instruction that jumped to itself. If it is `JMP abs` in PRG ROM
     /// and the CPU is at rest, runs up to `max` more iterations of it in bulk, stopping before
     /// any cycle where the PPU or APU could change an interrupt line, and returns how many.
     /// Every skipped iteration would read the same three bytes (no side effects in PRG ROM),
     /// sample the same lines and leave the CPU as it is, so only the clock moves.
-    #[inline(never)]
+    #[inline]
     fn skip_idle_loop(&mut self, max: u32) -> u32 {
         let pc = self.cpu.pc;
         let bus = &mut self.bus;

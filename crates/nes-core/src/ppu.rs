@@ -487,6 +487,15 @@ impl Ppu {
         dist
     }
 
+    /// The value a `$2002` read would return now, if that read would change nothing (VBL
+    /// clear, `w` clear, the I/O latch already holding the value): then a loop polling it
+    /// returns the same value, with the same effects, until the status bits change
+    /// (`dots_to_status_change`). `run_frame`'s poll-loop fast-forward relies on this.
+    pub(crate) fn idle_status_read(&self) -> Option<u8> {
+        let value = (self.status & 0xe0) | (self.io_latch & 0x1f);
+        (self.status & STATUS_VBLANK == 0 && !self.w && self.io_latch == value).then_some(value)
+    }
+
     /// Whether the PPU is on a line where rendering (when enabled) touches v and OAM.
     #[inline(always)]
     fn on_render_line(&self) -> bool {

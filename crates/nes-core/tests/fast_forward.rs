@@ -1,6 +1,8 @@
-//! The idle-loop fast-forward of `run_frame` (a `JMP` to itself skipped in bulk up to the next
-//! cycle where an interrupt line may change, perf-notes #21) changes nothing but speed: after
-//! every frame, a console with it and one without hold the same save state and pixels.
+//! The fast-forwards of `run_frame` change nothing but speed: after every frame, a console with
+//! them and one without hold the same save state and pixels. They are the idle loop (a `JMP`
+//! to itself skipped in bulk up to the next cycle where an interrupt line may change,
+//! perf-notes #21) and the `$2002` poll (`LDA $2002; AND #m; BEQ/BNE` skipped up to the first
+//! read that could see a status bit change, perf-notes #35).
 //!
 //! Game ROMs as in `games.rs` (`python3 -m nesle roms fetch smb tetris`); test ROMs from the
 //! shared folder (`NESLE_TEST_ROMS`, as in `test_roms.rs`).
@@ -72,4 +74,58 @@ fn fast_forward_leaves_the_apu_and_interrupt_tests_exactly_as_stepping_does() {
     ] {
         assert_fast_forward_is_invisible(path, &test_rom(path), frames);
     }
+}
+
+#[test]
+fn fast_forward_leaves_contra_and_zelda_exactly_as_stepping_does() {
+    assert_fast_forward_is_invisible("contra", &common::game_rom("contra.nes"), 600);
+    assert_fast_forward_is_invisible("zelda", &common::game_rom("zelda.nes"), 600);
+}
+
+#[test]
+fn fast_forward_leaves_the_sprite_hit_and_overflow_tests_exactly_as_stepping_does() {
+    for path in
+        ["ppu/ppu_sprite_hit/ppu_sprite_hit.nes", "ppu/ppu_sprite_overflow/ppu_sprite_overflow.nes"]
+    {
+        assert_fast_forward_is_invisible(path, &test_rom(path), 600);
+    }
+}
+
+/// An NROM program that only polls `$2002`: for VBL (`AND #$80`, where a read on the dot
+/// before VBL suppresses it), for sprite overflow and for the sprite 0 hit (`BEQ`), and for
+/// the flags' clear (`BNE`), with rendering on, sprite 0's four bytes set to the frame count
+/// (its Y runs through every line, so the hit lands on every line) and mostly opaque CHR.
+fn status_poll_rom() -> Vec<u8> {
+    #[rustfmt::skip]
+    let code: &[u8] = &[
+        0x78, 0xd8, 0xa2, 0xff, 0x9a,       // SEI CLD LDX #$FF TXS
+        // $C005: the PPU ignores $2001 for ~29,658 cycles after power-on: write it each time.
+        0xa9, 0x1e, 0x8d, 0x01, 0x20,       // LDA #$1E STA $2001 (rendering on)
+        0xad, 0x02, 0x20, 0x29, 0x80, 0xf0, 0xf9, // $C00A: LDA $2002 AND #$80 BEQ $C00A
+        0xe6, 0x10, 0xa9, 0x00, 0x8d, 0x03, 0x20, // INC $10 LDA #0 STA $2003
+        0xa5, 0x10, 0x8d, 0x04, 0x20, 0x8d, 0x04, 0x20, // LDA $10 STA $2004 STA $2004
+        0x8d, 0x04, 0x20, 0x8d, 0x04, 0x20, // STA $2004 STA $2004 (sprite 0 := frame, all 4)
+        0xa9, 0x00, 0x8d, 0x03, 0x20,       // LDA #0 STA $2003
+        0xad, 0x02, 0x20, 0x29, 0x40, 0xd0, 0xf9, // LDA $2002 AND #$40 BNE (hit clear)
+        0xad, 0x02, 0x20, 0x29, 0x40, 0xf0, 0xf9, // LDA $2002 AND #$40 BEQ (hit)
+        0xad, 0x0a, 0x3f, 0x29, 0x20, 0xf0, 0xf9, // LDA $3F0A (mirror) AND #$20 BEQ (overflow)
+        0x4c, 0x05, 0xc0,                   // JMP $C005
+        0x40,                               // $C043: RTI
+    ];
+    assert_eq!(code.len(), 0x44, "the vectors below point into this layout");
+    let mut prg = vec![0xeau8; 0x4000];
+    prg[..code.len()].copy_from_slice(code);
+    prg[0x3ffa..].copy_from_slice(&[0x43, 0xc0, 0x00, 0xc0, 0x43, 0xc0]);
+    let mut rom = vec![b'N', b'E', b'S', 0x1a, 1, 1, 0, 0];
+    rom.resize(16, 0);
+    rom.extend_from_slice(&prg);
+    for i in 0..0x2000usize {
+        rom.push(if i % 3 == 0 { 0x0f } else { 0xff ^ (i as u8) });
+    }
+    rom
+}
+
+#[test]
+fn fast_forward_of_status_polls_is_exact_on_every_line() {
+    assert_fast_forward_is_invisible("status polls", &status_poll_rom(), 700);
 }
