@@ -5,8 +5,9 @@
 //!   [--rom PATH] [--out bench-gpu.json]`: SMB from the first frame of World 1-1 in every env,
 //!   frameskip 4, 30 warm-up + 200 timed steps, device synchronized after every step;
 //!   throughput = envs x timed steps / wall seconds.
-//! Parity: `nesle-bench-gpu --parity N [--steps S] [--rom PATH | --test-roms DIR]`: N envs of
-//!   random inputs on the GPU; after every step every env's FlatState must equal nes-core's.
+//! Parity: `nesle-bench-gpu --parity N [--steps S] [--frameskip F] [--press-start K]
+//!   [--rom PATH | --test-roms DIR]`: N envs of random inputs on the GPU (the first K steps: Start
+//!   at random instead); after every step every env's FlatState must equal nes-core's.
 
 use nes_core::flat::{first_difference, FlatState};
 use nes_core::Console;
@@ -32,6 +33,7 @@ struct Args {
     device: usize,
     parity: Option<usize>,
     parity_steps: usize,
+    press_start: usize,
     test_roms: Option<PathBuf>,
 }
 
@@ -48,6 +50,7 @@ fn parse_args() -> Result<Args, String> {
         device: 0,
         parity: None,
         parity_steps: 60,
+        press_start: 0,
         test_roms: None,
     };
     let mut it = std::env::args().skip(1);
@@ -69,9 +72,10 @@ fn parse_args() -> Result<Args, String> {
             "--frameskip" => a.frameskip = num(val()?)? as u32,
             "--device" => a.device = num(val()?)?,
             "--parity" => a.parity = Some(num(val()?)?),
+            "--press-start" => a.press_start = num(val()?)?,
             "--test-roms" => a.test_roms = Some(PathBuf::from(val()?)),
             "-h" | "--help" => {
-                println!("{}", include_str!("nesle-bench-gpu.rs").lines().take(10).map(|l| l.trim_start_matches("//!")).collect::<Vec<_>>().join("\n"));
+                println!("{}", include_str!("nesle-bench-gpu.rs").lines().take(11).map(|l| l.trim_start_matches("//!")).collect::<Vec<_>>().join("\n"));
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument {other} (see --help)")),
@@ -195,7 +199,10 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
         let actions: Vec<u8> = rngs
             .iter_mut()
             .map(|r| {
-                if smb && (10..12).contains(&step) {
+                if step < a.press_start {
+                    // Start pressed at random (p = 0.3), as the Python GPU tests drive the boot.
+                    if r.next() % 10 < 3 { START } else { 0 }
+                } else if smb && a.press_start == 0 && (10..12).contains(&step) {
                     START
                 } else if smb {
                     SIMPLE_MOVEMENT[(r.next() % 7) as usize]
