@@ -62,6 +62,15 @@ def _gpu_opt_in(config: pytest.Config) -> bool:
     return os.environ.get("NESLE_GPU") == "1" or "gpu" in (config.getoption("markexpr") or "")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    import os
+
+    # A GPU wait that never ends (a stuck kernel) fails the test with TimeoutError instead of
+    # hanging the run; read by the native module at its first wait, so set before any test.
+    if _gpu_opt_in(config):
+        os.environ.setdefault("NESLE_SYNC_TIMEOUT", "120")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _gpu_opt_in(config):
         return

@@ -17,6 +17,8 @@ pub enum Error {
     State(nes_core::StateError),
     /// A CUDA driver call failed.
     Cuda(String),
+    /// The GPU did not finish the queued work within `NESLE_SYNC_TIMEOUT` milliseconds.
+    Timeout { millis: u64 },
 }
 
 impl std::fmt::Display for Error {
@@ -39,6 +41,12 @@ impl std::fmt::Display for Error {
             Error::BadArgument(why) => write!(f, "bad argument: {why}"),
             Error::State(e) => write!(f, "bad state: {e}"),
             Error::Cuda(why) => write!(f, "CUDA error: {why}"),
+            Error::Timeout { millis } => write!(
+                f,
+                "the GPU did not finish within {:.1} s (NESLE_SYNC_TIMEOUT): a kernel may be stuck; \
+                 this batch, and CUDA work of this process, cannot be trusted any more",
+                *millis as f64 / 1000.0
+            ),
         }
     }
 }

@@ -239,6 +239,7 @@ impl Gpu {
         if at + src.len() > dst.len() {
             return Err(Error::BadArgument("upload out of range".into()));
         }
+        self.settle_for_copy()?;
         let mut view = dst.slice_mut(at..at + src.len());
         self.stream.memcpy_htod(src, &mut view).map_err(cuda)
     }
@@ -247,13 +248,36 @@ impl Gpu {
         if at + dst.len() > src.len() {
             return Err(Error::BadArgument("download out of range".into()));
         }
+        self.settle_for_copy()?;
         let view = src.slice(at..at + dst.len());
         self.stream.memcpy_dtoh(&view, dst).map_err(cuda)?;
         self.synchronize()
     }
 
+    /// Waits for the stream; with `NESLE_SYNC_TIMEOUT` set, gives up after that long with
+    /// [`Error::Timeout`] instead of blocking forever on a kernel that never ends.
     pub(crate) fn synchronize(&self) -> Result<(), Error> {
-        self.stream.synchronize().map_err(cuda)
+        let Some(limit) = sync_timeout() else {
+            return self.stream.synchronize().map_err(cuda);
+        };
+        let done = self.stream.record_event(None).map_err(cuda)?;
+        let start = std::time::Instant::now();
+        while !done.try_is_complete().map_err(cuda)? {
+            if start.elapsed() >= limit {
+                return Err(Error::Timeout { millis: limit.as_millis() as u64 });
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        Ok(())
+    }
+
+    /// Before a copy to or from pageable host memory (which can itself block behind a running
+    /// kernel): the timed wait, when a timeout is set.
+    fn settle_for_copy(&self) -> Result<(), Error> {
+        if sync_timeout().is_some() {
+            self.synchronize()?;
+        }
+        Ok(())
     }
 
     /// The raw device address of a buffer (for zero-copy consumers such as DLPack).
@@ -386,6 +410,18 @@ impl Gpu {
     }
 }
 
+/// `NESLE_SYNC_TIMEOUT`, seconds (read once): how long a wait for the GPU may take before it
+/// fails with [`Error::Timeout`]; unset, 0 or unparsable: wait as long as it takes. The GPU
+/// tests set it, so a stuck kernel fails them instead of hanging them.
+fn sync_timeout() -> Option<std::time::Duration> {
+    static T: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+    *T.get_or_init(|| parse_timeout(&std::env::var("NESLE_SYNC_TIMEOUT").unwrap_or_default()))
+}
+
+fn parse_timeout(s: &str) -> Option<std::time::Duration> {
+    s.trim().parse::<f64>().ok().filter(|t| t.is_finite() && *t > 0.0).map(std::time::Duration::from_secs_f64)
+}
+
 fn check_len(what: &str, have: usize, need: usize) -> Result<(), Error> {
     if have < need.max(1) {
         return Err(Error::BadArgument(format!("{what} buffer holds {have} bytes, {need} needed")));
@@ -413,4 +449,19 @@ pub(crate) fn states_as_bytes_mut(states: &mut [FlatState]) -> &mut [u8] {
     // SAFETY: as above; in addition any byte pattern is a valid FlatState (integers only),
     // so writing arbitrary bytes through this view cannot create an invalid value.
     unsafe { std::slice::from_raw_parts_mut(states.as_mut_ptr() as *mut u8, std::mem::size_of_val(states)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_timeout;
+    use std::time::Duration;
+
+    #[test]
+    fn the_sync_timeout_is_seconds_and_off_unless_positive() {
+        assert_eq!(parse_timeout("2.5"), Some(Duration::from_millis(2500)));
+        assert_eq!(parse_timeout(" 120 "), Some(Duration::from_secs(120)));
+        for off in ["", "0", "-3", "soon", "inf", "NaN"] {
+            assert_eq!(parse_timeout(off), None, "{off:?}");
+        }
+    }
 }

@@ -11,7 +11,7 @@
 //!   bug, and the consoles may be half-way through a frame. No panic ever crosses the FFI.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTimeoutError, PyValueError};
 use pyo3::PyErr;
 
 create_exception!(
@@ -45,6 +45,7 @@ pub fn cuda_error(e: nes_cuda::Error) -> PyErr {
         )),
         E::BadArgument(_) => PyValueError::new_err(e.to_string()),
         E::Cuda(_) => PyRuntimeError::new_err(e.to_string()),
+        E::Timeout { .. } => PyTimeoutError::new_err(e.to_string()),
     }
 }
 
