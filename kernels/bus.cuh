@@ -148,7 +148,11 @@ NESLE_FN u8 bus_read_mem(Nes& n, u16 addr) {
     FlatState& s = *n.s;
     if (addr < 0x2000) return s.ram[addr & 0x7ff];
     if (addr < 0x4000) {
-        bus_catch_up_for_access(n);
+        // Bus::read_mem: a `$2002` poll before the status can change needs no catch-up
+        // (nes-core perf-notes #28): the owed dots but the cycle's third end before that dot.
+        u32 owed = bus_ppu_owed(n);
+        if (!((addr & 7) == 2 && n.ppu_lazy && (owed > 0 ? owed - 1 : 0) < ppu_dots_to_status_change(n)))
+            bus_catch_up_for_access(n);
         u8 v = ppu_cpu_read(n, addr);
         bus_refresh_lines(n);
         return v;
@@ -302,6 +306,30 @@ NESLE_FN u32 bus_idle_jmp_iterations(const Nes& n) {
 // Bus::skip_idle_jmp: `count` iterations of a `JMP` to itself at once: the clock runs 3 cycles
 // each and the data bus keeps the operand's high byte (the CPU's registers do not change).
 NESLE_FN void bus_skip_idle_jmp(Nes& n, u32 count) { n.s->bus_cycles += 3 * (u64)count; }
+
+// Bus::status_poll_iterations: how many more iterations of a `$2002` poll loop (`LDA $2002;
+// AND #m; BEQ/BNE` back to the `LDA`: 9 cycles, the PPU read on the 4th) the CPU can run in
+// bulk: not past a cycle end where the PPU or APU must catch up (as `bus_idle_jmp_iterations`),
+// and only while every skipped read comes before the first dot where the status bits may change
+// (`ppu_dots_to_status_change`, never late), so each returns what a read now would. 0 on boards
+// whose IRQ follows the PPU (MMC3).
+NESLE_FN u32 bus_status_poll_iterations(Nes& n) {
+    u64 now = n.s->bus_cycles;
+    if (!n.ppu_lazy || n.deadline <= now) return 0;
+    u64 by_clock = (n.deadline - now - 1) / 9;
+    // The k-th skipped read runs the owed dots but its cycle's third (as `bus_read_mem`): it
+    // sees the PPU `owed + 27 (k - 1) + 11` dots ahead of where it is now.
+    u64 seen = (u64)bus_ppu_owed(n) + 11;
+    u64 stable = ppu_dots_to_status_change(n);
+    if (stable <= seen) return 0;
+    u64 by_status = (stable - seen - 1) / 27 + 1;
+    u64 k = by_clock < by_status ? by_clock : by_status;
+    return k > 0xffffffffull ? 0xffffffffu : (u32)k;
+}
+
+// Bus::skip_status_poll: `count` iterations of a `$2002` poll loop at once, 9 cycles each; the
+// caller has checked that an iteration leaves the CPU, the data bus and the PPU as they are.
+NESLE_FN void bus_skip_status_poll(Nes& n, u32 count) { n.s->bus_cycles += 9 * (u64)count; }
 
 NESLE_FN bool bus_nmi_line(const Nes& n) { return (n.lines & LINE_NMI) != 0; }
 

@@ -22,6 +22,8 @@ NESLE_FN void nes_init(Nes& n, FlatState* state, const u8* prg, const u8* chr) {
     n.apu_deadline = now;
     n.ppu_lazy = state->cart_kind != MAPPER_MMC3;
     n.apu_length_writes_pending = true;
+    n.in_range_key = 0xffff;  // Ppu::load: `in_range_valid = false`
+    n.settled = CPU_UNSETTLED;  // Cpu::load
     bus_update_deadlines(n);
     bus_refresh_lines(n);
 }
@@ -29,6 +31,7 @@ NESLE_FN void nes_init(Nes& n, FlatState* state, const u8* prg, const u8* chr) {
 // Console::step: one instruction (or interrupt sequence), then the PPU and APU caught up.
 NESLE_DEV void nes_step(Nes& n) {
     bus_refresh_lines(n);
+    cpu_unsettle(n);  // `cpu_p` may have been changed from outside
     cpu_step(n);
     bus_catch_up_ppu(n);
     bus_catch_up_apu(n);
@@ -39,7 +42,8 @@ NESLE_DEV void nes_step(Nes& n) {
 // stopping before any cycle where the PPU or APU could change an interrupt line, and returns
 // how many. Every skipped iteration would read the same three bytes (no side effects in PRG
 // ROM), sample the same lines and leave the CPU as it is, so only the clock moves.
-NESLE_DEV u32 nes_skip_idle_loop(Nes& n, u32 max) {
+// Inline into `nes_skip_loop` (nes-core: `#[inline]` into `skip_loop`).
+NESLE_FN u32 nes_skip_idle_loop(Nes& n, u32 max) {
     const FlatState& s = *n.s;
     u16 pc = s.cpu_pc;
     if (pc < 0x8000 || pc > 0xfffd) return 0;
@@ -53,22 +57,66 @@ NESLE_DEV u32 nes_skip_idle_loop(Nes& n, u32 max) {
     return k;
 }
 
+// Console::skip_status_poll: the CPU just ran a taken `BEQ`/`BNE` back to `LDA $2002` (any
+// mirror); `AND #m`; `BEQ`/`BNE` (SMB waits for the sprite-0 hit so, ~30 lines a frame: nes-core
+// perf-notes #35). If the iteration it just finished is a fixed point (a `$2002` read now would
+// change nothing and return a value that gives the same A, N and Z and keeps looping; the data
+// bus holds the branch's dummy read; the interrupt pipeline at rest), runs up to `max` steps of
+// it in bulk: whole iterations, none past a cycle where the PPU or APU must catch up or a read
+// that could see a status bit change. Returns the steps skipped (3 an iteration).
+NESLE_FN u32 nes_skip_status_poll(Nes& n, u32 max) {
+    const FlatState& s = *n.s;
+    u16 l = s.cpu_pc;
+    // The loop in PRG ROM, its taken branch on the same page (3 cycles).
+    if (l < 0x8000 || l > 0xfff8 || ((l ^ (l + 7)) & 0xff00) != 0) return 0;
+    u8 branch = bus_prg_read(n, l + 5);
+    if (bus_prg_read(n, l) != 0xad || (bus_prg_read(n, l + 1) & 7) != 2 || (bus_prg_read(n, l + 2) & 0xe0) != 0x20 ||
+        bus_prg_read(n, l + 3) != 0x29 || (branch != 0xf0 && branch != 0xd0) || bus_prg_read(n, l + 6) != 0xf9)
+        return 0;
+    u8 v;
+    if (!ppu_idle_status_read(s, v)) return 0;
+    u8 r = v & bus_prg_read(n, l + 4);
+    u8 zn = r == 0 ? FLAG_Z : (u8)(r & FLAG_N);
+    if (s.cpu_a != r || (s.cpu_p & (FLAG_Z | FLAG_N)) != zn || (r == 0) != (branch == 0xf0) ||
+        s.bus_open_bus != bus_prg_read(n, l + 7) || !cpu_interrupts_at_rest(n))
+        return 0;
+    u32 k = bus_status_poll_iterations(n);
+    if (k > max / 3) k = max / 3;
+    bus_skip_status_poll(n, k);
+    return 3 * k;
+}
+
+// Console::skip_loop: the CPU just ran an instruction that jumped `back` bytes back: try the
+// idle-loop (`back == 0`) or the status-poll (`back == 5`) fast-forward; returns the steps
+// skipped. Out of line, as in nes-core (`#[inline(never)]`): it runs a few times a frame.
+NESLE_DEV u32 nes_skip_loop(Nes& n, u16 back, u32 max) {
+    if (back == 0) return nes_skip_idle_loop(n, max);
+    if (back == 5) return nes_skip_status_poll(n, max);
+    return 0;
+}
+
 // Runs until the PPU enters vertical blank (line 241, dot 1): one whole frame. The PPU and APU
 // are caught up on every exit (Console::run_frame), so the state is exact between frames.
 // Games wait for the NMI in a `JMP` to itself (SMB: a third of its cycles in play): once an
 // iteration of it leaves the CPU at rest, the following ones up to the next cycle where an
 // interrupt line may change are skipped in bulk, each counted as a step (nes-core perf #21).
+// SMB's sprite-0 wait (`LDA $2002; AND #$40; BEQ`) is skipped the same way, up to the first
+// read that could see a status bit change (#35).
 NESLE_DEV void nes_run_frame(Nes& n) {
     FlatState& s = *n.s;
     s.ppu_frame_complete = 0;
     bus_refresh_lines(n);
+    cpu_unsettle(n);
     u32 steps = 0;
     while (!s.ppu_frame_complete) {
         u16 pc = s.cpu_pc;
         cpu_step(n);
         steps += 1;
-        if (s.cpu_pc == pc && !s.ppu_frame_complete)
-            steps += nes_skip_idle_loop(n, steps < NES_MAX_STEPS_PER_FRAME ? NES_MAX_STEPS_PER_FRAME - steps : 0);
+        // 0: a `JMP` to itself; 5: a `BEQ`/`BNE` back to a `LDA $2002; AND #m` (one test for
+        // both: 1 and 4 fall through in `nes_skip_loop`).
+        u16 back = (u16)(pc - s.cpu_pc);
+        if ((back & ~5) == 0 && !s.ppu_frame_complete)
+            steps += nes_skip_loop(n, back, steps < NES_MAX_STEPS_PER_FRAME ? NES_MAX_STEPS_PER_FRAME - steps : 0);
         if (steps > NES_MAX_STEPS_PER_FRAME) {
             s.cpu_fault = 2;
             s.cpu_fault_opcode = 0;

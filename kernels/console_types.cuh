@@ -38,4 +38,20 @@ struct Nes {
     bool ppu_lazy;
     // Apu::length_writes_pending: a length-counter register write may still have to land.
     bool apu_length_writes_pending;
+    // Ppu::in_range, reduced to what `ppu_dots_to_status_change` asks of it: whether fewer than
+    // 8 sprites are in range of line `in_range_key & 0xff` at the height `in_range_key & 0x100`
+    // (16-pixel sprites). nes-core keeps 240 64-bit masks for its sprite evaluation (#27, not
+    // ported: a drawing change); the kernel caches one line's answer instead (no 1,920 bytes of
+    // local memory a thread). 0xffff: invalid (`nes_init`, any `$2004` write or OAM DMA byte).
+    u16 in_range_key;
+    bool in_range_lt8;
+    // Cpu::settled: `lines` of the last interrupt sample when another sample with the same
+    // lines would change nothing (the pipeline has settled), else CPU_UNSETTLED; a cycle then
+    // skips the sample's stores (nes-core perf-notes #30, #31). The sample also reads P's I
+    // flag, so everything that changes I (or the pipeline outside `cpu_sample`) unsettles it,
+    // and so do `nes_init`, `nes_step` and `nes_run_frame` on entry.
+    u8 settled;
 };
+
+// A `Nes::settled` value no lines byte (bits 0-1) can equal (nes-core `UNSETTLED`).
+#define CPU_UNSETTLED 0xff

@@ -25,13 +25,23 @@
 // End-of-cycle interrupt sampling (the two-stage pipeline of cpu.rs).
 NESLE_FN void cpu_sample(Nes& n) {
     FlatState& s = *n.s;
+    // Cpu::sample's settled test (#30, #31): with the key of a settled pipeline, nothing moves.
+    u8 key = n.lines;
+    if (key == n.settled) return;
     s.cpu_nmi_take = s.cpu_nmi_pending;
-    bool line = bus_nmi_line(n);
+    bool line = (key & LINE_NMI) != 0;
     if (line && !s.cpu_nmi_prev_line) s.cpu_nmi_pending = 1;
     s.cpu_nmi_prev_line = line;
     s.cpu_irq_take = s.cpu_irq_run;
-    s.cpu_irq_run = bus_irq_line(n) && (s.cpu_p & FLAG_I) == 0;
+    s.cpu_irq_run = (key & LINE_IRQ) != 0 && (s.cpu_p & FLAG_I) == 0;
+    // Settled: with the same key the next sample copies equal values and sees no edge.
+    bool settled = s.cpu_nmi_take == s.cpu_nmi_pending && s.cpu_irq_take == s.cpu_irq_run;
+    n.settled = settled ? key : (u8)CPU_UNSETTLED;
 }
+
+// Cpu::unsettle: the next end-of-cycle sample a full one, after a change to I or to the
+// interrupt pipeline outside `cpu_sample`.
+NESLE_FN void cpu_unsettle(Nes& n) { n.settled = CPU_UNSETTLED; }
 
 // Cpu::interrupts_at_rest: nothing pending or being polled, and the sampled lines equal the
 // bus's now, so another instruction that changes neither the lines nor I leaves the pipeline
@@ -90,6 +100,7 @@ NESLE_DEV void cpu_run_reset(Nes& n) {
         s.cpu_s -= 1;
     }
     s.cpu_p |= FLAG_I;
+    cpu_unsettle(n);
     u8 lo = cpu_read(n, RESET_VECTOR);
     u8 hi = cpu_read(n, RESET_VECTOR + 1);
     s.cpu_pc = le16(lo, hi);
@@ -97,6 +108,7 @@ NESLE_DEV void cpu_run_reset(Nes& n) {
     s.cpu_nmi_pending = 0;
     s.cpu_nmi_take = 0;
     s.cpu_irq_take = 0;
+    cpu_unsettle(n);
 }
 
 // The 7-cycle IRQ/NMI sequence; an NMI detected before the vector fetch takes it over.
@@ -109,10 +121,12 @@ NESLE_DEV void cpu_interrupt(Nes& n) {
     u16 vector = IRQ_VECTOR;
     if (s.cpu_nmi_pending) {
         s.cpu_nmi_pending = 0;
+        cpu_unsettle(n);
         vector = NMI_VECTOR;
     }
     cpu_push(n, s.cpu_p | FLAG_U);
     s.cpu_p |= FLAG_I;
+    cpu_unsettle(n);
     u8 lo = cpu_read(n, vector);
     u8 hi = cpu_read(n, vector + 1);
     s.cpu_pc = le16(lo, hi);
@@ -393,12 +407,19 @@ NESLE_FN void cpu_branch(Nes& n, bool taken) {
     s.cpu_pc = target;
 }
 
-NESLE_FN void cpu_implied(FlatState& s, u8 mn) {
+NESLE_FN void cpu_implied(Nes& n, u8 mn) {
+    FlatState& s = *n.s;
     switch (mn) {
         case MN_CLC: s.cpu_p &= (u8)~FLAG_C; break;
         case MN_SEC: s.cpu_p |= FLAG_C; break;
-        case MN_CLI: s.cpu_p &= (u8)~FLAG_I; break;
-        case MN_SEI: s.cpu_p |= FLAG_I; break;
+        case MN_CLI:
+            s.cpu_p &= (u8)~FLAG_I;
+            cpu_unsettle(n);
+            break;
+        case MN_SEI:
+            s.cpu_p |= FLAG_I;
+            cpu_unsettle(n);
+            break;
         case MN_CLV: s.cpu_p &= (u8)~FLAG_V; break;
         case MN_CLD: s.cpu_p &= (u8)~FLAG_D; break;
         case MN_SED: s.cpu_p |= FLAG_D; break;
@@ -464,6 +485,7 @@ NESLE_DEV void cpu_exec_other(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
             cpu_read(n, 0x100 | s.cpu_s);
             u8 p = cpu_pull(n);
             s.cpu_p = p & (u8)~(FLAG_B | FLAG_U);
+            cpu_unsettle(n);
             u8 lo = cpu_pull(n);
             u8 hi = cpu_pull(n);
             s.cpu_pc = le16(lo, hi);
@@ -476,14 +498,17 @@ NESLE_DEV void cpu_exec_other(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
             u16 vector = IRQ_VECTOR;
             if (s.cpu_nmi_pending) {
                 s.cpu_nmi_pending = 0;
+                cpu_unsettle(n);
                 vector = NMI_VECTOR;
             }
             cpu_push(n, s.cpu_p | FLAG_B | FLAG_U);
             s.cpu_p |= FLAG_I;
+            cpu_unsettle(n);
             u8 lo = cpu_read(n, vector);
             u8 hi = cpu_read(n, vector + 1);
             s.cpu_pc = le16(lo, hi);
             s.cpu_nmi_take = 0;  // an NMI seen during BRK's last cycles waits
+            cpu_unsettle(n);
             break;
         }
         case MN_PHA:
@@ -505,6 +530,7 @@ NESLE_DEV void cpu_exec_other(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
             cpu_read(n, 0x100 | s.cpu_s);
             u8 p = cpu_pull(n);
             s.cpu_p = p & (u8)~(FLAG_B | FLAG_U);
+            cpu_unsettle(n);
             break;
         }
         case MN_JAM:
@@ -515,7 +541,7 @@ NESLE_DEV void cpu_exec_other(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
             break;
         default:
             cpu_read(n, s.cpu_pc);  // implied one-byte instructions: dummy read of the next byte
-            cpu_implied(s, mn);
+            cpu_implied(n, mn);
             break;
     }
 }

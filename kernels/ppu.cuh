@@ -844,6 +844,74 @@ NESLE_FN u32 ppu_dots_to_nmi_event(const FlatState& s) {
     return frame - 1 - pos + set;
 }
 
+// Whether fewer than 8 sprites are in range of the current line at the current sprite height
+// (nes-core: `self.in_range[self.scanline].count_ones() < 8` after `build_in_range`), cached in
+// `Nes::in_range_key` for one line: asked at most a few times a line by `$2002` polls.
+NESLE_FN bool ppu_in_range_fewer_than_8(Nes& n) {
+    const FlatState& s = *n.s;
+    u16 line = s.ppu_scanline;
+    u16 key = (u16)(line | ((s.ppu_ctrl & CTRL_SPRITE_16) ? 0x100 : 0));
+    if (n.in_range_key != key) {
+        u32 height = (s.ppu_ctrl & CTRL_SPRITE_16) ? 16 : 8;
+        u32 c = 0;
+        for (u32 k = 0; k < 64 && c < 8; k++) c += (u32)((i32)line - (i32)s.ppu_oam[k * 4]) < height;
+        n.in_range_key = key;
+        n.in_range_lt8 = c < 8;
+    }
+    return n.in_range_lt8;
+}
+
+// Ppu::dots_to_status_change: dots from now until the first dot on which `$2002`'s bits 5-7
+// may change by themselves; never late, possibly early. Before it, a `$2002` read returns the
+// same value whether the PPU has caught up or not, and its side effects (VBL clear, `w`, the I/O
+// latch) touch nothing the rendering reads, so `bus_read_mem` answers it without running the
+// owed dots (nes-core perf-notes #28). Bounds, the nearest wins:
+// * VBL set/clear, and the clear of hit and overflow at 261/1: `ppu_dots_to_nmi_event`, less
+//   one (a read on the dot before VBL, 241/0, suppresses it: `ppu_cpu_read` must see it);
+// * sprite 0 hit (both layers shown, flag clear): this line from pixel `spr_x[0]` (dot
+//   `spr_x[0] + 1`) when unit 0 holds sprite 0, else the next line's dot 1;
+// * sprite overflow (flag clear): dots 65-256 of a visible line, unless this line's evaluation
+//   is done or cannot fill secondary OAM (aligned OAMADDR and fewer than 8 sprites in range);
+//   else the next line's dot 65.
+// Register writes that change any of this ($2000/$2001/$2003/$2004, OAM DMA) catch the PPU up
+// first, so the bound holds until the next catch-up. Out of line: asked only by `$2002` reads
+// and the poll fast-forward, and kept out of `bus_read`'s registers.
+NESLE_DEV u32 ppu_dots_to_status_change(Nes& n) {
+    const FlatState& s = *n.s;
+    u32 dist = ppu_dots_to_nmi_event(s) - 1;
+    // Lines 240-260 change nothing before 261/1; rendering off: no evaluation or hit until a
+    // `$2001` write.
+    if (!ppu_rendering(s) || (s.ppu_scanline >= 240 && s.ppu_scanline != PPU_PRERENDER_LINE)) return dist;
+    u32 d = s.ppu_dot;
+    // next_line(dot2) = `next + dot2`: dot `dot2` of the next line (the pre-render line may
+    // skip its last dot).
+    u32 next = PPU_DOTS_PER_LINE - d - (s.ppu_scanline == PPU_PRERENDER_LINE ? 1 : 0);
+    const u8 both = MASK_BG | MASK_SPRITE;
+    if ((s.ppu_status & STATUS_SPRITE0) == 0 && (s.ppu_mask & both) == both) {
+        u32 first = (u32)s.ppu_spr_x[0] + 1;
+        u32 hit = (s.ppu_scanline < 240 && d < 257 && s.ppu_spr_zero && first <= 255)
+                      ? (first > d + 1 ? first : d + 1) - d
+                      : next + 1;
+        if (hit < dist) dist = hit;
+    }
+    if ((s.ppu_status & STATUS_OVERFLOW) == 0) {
+        bool this_line_done = s.ppu_scanline >= 240 || d >= 256 || (d >= 65 && s.ppu_eval_done) ||
+                              (d < 65 && (s.ppu_oam_addr & 3) == 0 && ppu_in_range_fewer_than_8(n));
+        u32 overflow = this_line_done ? next + 65 : (65 > d + 1 ? 65 : d + 1) - d;
+        if (overflow < dist) dist = overflow;
+    }
+    return dist;
+}
+
+// Ppu::idle_status_read: whether a `$2002` read now would change nothing (VBL clear, `w` clear,
+// the I/O latch already holding the value), and the value it would return: then a loop polling
+// it returns the same value, with the same effects, until the status bits change
+// (`ppu_dots_to_status_change`). `nes_skip_status_poll` relies on this.
+NESLE_FN bool ppu_idle_status_read(const FlatState& s, u8& value) {
+    value = (u8)((s.ppu_status & 0xe0) | (s.ppu_io_latch & 0x1f));
+    return (s.ppu_status & STATUS_VBLANK) == 0 && !s.ppu_w && s.ppu_io_latch == value;
+}
+
 NESLE_FN void ppu_increment_v_after_access(Nes& n) {
     FlatState& s = *n.s;
     if (ppu_rendering(s) && ppu_on_render_line(s)) {
@@ -928,7 +996,11 @@ NESLE_DEV void ppu_cpu_write(Nes& n, u16 addr, u8 v) {
             break;
         case 2: break;
         case 3: s.ppu_oam_addr = v; break;
-        case 4: ppu_write_oam_data(s, v); break;
+        case 4:
+            // Ppu::write_oam_data's `in_range_valid = false` (any write, OAM DMA included).
+            n.in_range_key = 0xffff;
+            ppu_write_oam_data(s, v);
+            break;
         case 5:
             if (!s.ppu_warming_up) {
                 if (!s.ppu_w) {
