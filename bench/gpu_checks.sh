@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The GPU checks to run whenever the kernels change, on a machine with a CUDA GPU:
+# parity (nesle-bench-gpu vs nes-core), the NVRTC images, compute-sanitizer, the Python GPU
+# tests, and the throughput protocols (docs/benchmarks/README.md). Results go to $OUT (default
+# ./gpu-checks); each step has a time limit, so one stuck step cannot hang the rest.
+#
+#   bench/gpu_checks.sh [path/to/nesle-bench-gpu]
+#
+# Needs: nesle installed with kernels, the game ROMs (NESLE_ROM_DIR or the nesle cache), the
+# test ROMs (NESLE_TEST_ROMS, default ../shared/test-roms), compute-sanitizer on PATH for the
+# sanitizer steps. WU / ST (warm-up / timed steps, default 5 / 30) shorten the throughput runs.
+set -u
+B=${1:-target/release/nesle-bench-gpu}
+OUT=${OUT:-gpu-checks}
+mkdir -p "$OUT"
+ROMS=${NESLE_ROM_DIR:-$HOME/.cache/nesle/roms}
+TR=${NESLE_TEST_ROMS:-../shared/test-roms}
+SMB=$ROMS/super-mario-bros.nes
+export NESLE_SYNC_TIMEOUT=${NESLE_SYNC_TIMEOUT:-120}
+T0=$(date +%s)
+step() { echo "[+$(( $(date +%s) - T0 ))s] $1"; }
+
+step demo; timeout 120 python3 -m nesle demo --out "$OUT/mario.png" > "$OUT/demo.txt" 2>&1; tail -6 "$OUT/demo.txt"
+step "parity SMB"; timeout 120 "$B" --parity 64 --steps 40 --rom "$SMB" > "$OUT/parity-smb.txt" 2>&1; tail -1 "$OUT/parity-smb.txt"
+step "parity SMB, one-frame steps, Start at random (the Python tests' boot)"
+timeout 120 "$B" --parity 64 --steps 40 --frameskip 1 --press-start 40 --rom "$SMB" > "$OUT/parity-smb-start.txt" 2>&1; tail -1 "$OUT/parity-smb-start.txt"
+step "parity Tetris"; timeout 60 "$B" --parity 64 --steps 20 --rom "$ROMS/tetris.nes" > "$OUT/parity-tetris.txt" 2>&1; tail -1 "$OUT/parity-tetris.txt"
+step "parity test ROMs"; timeout 150 "$B" --parity 8 --steps 4 --test-roms "$TR" > "$OUT/parity-roms.txt" 2>&1; tail -1 "$OUT/parity-roms.txt"
+for im in sm_90 compute_75; do
+  step "image $im"; NESLE_KERNEL_IMAGE=$im timeout 60 "$B" --parity 16 --steps 5 --rom "$SMB" > "$OUT/image-$im.txt" 2>&1; tail -1 "$OUT/image-$im.txt"
+done
+for tool in memcheck racecheck; do
+  step "$tool"; timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "$B" --parity 32 --steps 1 --rom "$SMB" > "$OUT/$tool.txt" 2>&1
+  echo "rc=$?" >> "$OUT/$tool.txt"; tail -2 "$OUT/$tool.txt"
+done
+step "pytest -m gpu"; timeout 600 python3 -m pytest -q -m gpu tests/python -p no:cacheprovider --durations=10 > "$OUT/pytest-gpu.txt" 2>&1; tail -15 "$OUT/pytest-gpu.txt"
+step "A"; timeout 300 "$B" --envs 1,4096,16384,65536,131072 --protocols A --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-A.json" > "$OUT/bench-A.txt" 2>&1; tail -6 "$OUT/bench-A.txt"
+step "B"; timeout 300 "$B" --envs 4096,16384,65536,131072 --protocols B --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-B.json" > "$OUT/bench-B.txt" 2>&1; tail -5 "$OUT/bench-B.txt"
+step "B+pixels"; timeout 300 "$B" --envs 4096,65536 --protocols B --pixels --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-Bpix.json" > "$OUT/bench-Bpix.txt" 2>&1; tail -3 "$OUT/bench-Bpix.txt"
+step "Python layer (raw batch, then make_vec)"
+timeout 300 python3 -m nesle bench --backend cuda --protocol B --envs 4096 65536 --warmup 3 --steps 20 --json "$OUT/py-raw.json" > "$OUT/py.txt" 2>&1
+timeout 300 python3 -m nesle bench --backend cuda --protocol B --envs 4096 65536 --warmup 3 --steps 20 --env --json "$OUT/py-env.json" >> "$OUT/py.txt" 2>&1
+cat "$OUT/py.txt"
+step done
