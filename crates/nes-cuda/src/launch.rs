@@ -26,7 +26,13 @@ extern "C" {
 
 /// Runs the host build of `nesle_step`. The caller has checked lengths and that every state
 /// belongs to `rom`.
-pub(crate) fn host_step(states: &mut [FlatState], rom: &RomImage, actions: &[u8], frames: u32, pixels: Option<&mut [u8]>) {
+pub(crate) fn host_step(
+    states: &mut [FlatState],
+    rom: &RomImage,
+    actions: &[u8],
+    frames: u32,
+    pixels: Option<&mut [u8]>,
+) {
     debug_assert_eq!(actions.len(), states.len());
     let px = match pixels {
         Some(p) => {
@@ -35,7 +41,11 @@ pub(crate) fn host_step(states: &mut [FlatState], rom: &RomImage, actions: &[u8]
         }
         None => std::ptr::null_mut(),
     };
-    let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
+    let chr = if rom.chr.is_empty() {
+        std::ptr::null()
+    } else {
+        rom.chr.as_ptr()
+    };
     // SAFETY: FlatState is #[repr(C)] and its C twin is generated from the same field table
     // (sizes pinned by static_asserts on both sides). Every pointer is valid for the lengths
     // passed: `states`/`actions` for n_envs elements, `pixels` (checked by the caller) for
@@ -60,7 +70,10 @@ pub(crate) fn host_step(states: &mut [FlatState], rom: &RomImage, actions: &[u8]
 /// Runs the host build of the grayscale picture (kernels/picture.cuh) over whole pictures.
 pub(crate) fn host_gray84(pixels: &[u8], tables: &GrayTables, out: &mut [u8]) {
     let n = pixels.len() / PIXELS_PER_ENV;
-    assert!(pixels.len() == n * PIXELS_PER_ENV && out.len() == n * GRAY_PIXELS, "checked by the caller");
+    assert!(
+        pixels.len() == n * PIXELS_PER_ENV && out.len() == n * GRAY_PIXELS,
+        "checked by the caller"
+    );
     // SAFETY: GrayTables is #[repr(C)] with the C struct's layout (sizes asserted on both
     // sides); `pixels` holds n pictures of 256x240 bytes and `out` n of 84x84 (asserted above),
     // the only ranges the C++ code touches; it keeps no pointer.
@@ -74,7 +87,11 @@ pub(crate) fn host_state_size() -> usize {
 
 /// One CPU step of the host build (debugging aid for parity failures).
 pub(crate) fn host_cpu_step(state: &mut FlatState, rom: &RomImage) {
-    let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
+    let chr = if rom.chr.is_empty() {
+        std::ptr::null()
+    } else {
+        rom.chr.as_ptr()
+    };
     // SAFETY: as in `host_step`, for one state; the caller checked it belongs to `rom`.
     unsafe { nesle_host_cpu_step(state, rom.prg.as_ptr(), chr) }
 }
@@ -88,7 +105,8 @@ mod images;
 
 use crate::Error;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DriverError, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DriverError, LaunchConfig,
+    PushKernelArg,
 };
 use nes_core::flat::FLAT_STATE_SIZE;
 use std::sync::Arc;
@@ -101,7 +119,11 @@ const BLOCK: u32 = 128;
 fn step_block() -> u32 {
     static B: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *B.get_or_init(|| {
-        std::env::var("NESLE_BLOCK").ok().and_then(|v| v.parse().ok()).filter(|&b: &u32| b > 0 && b <= 1024 && b % 32 == 0).unwrap_or(BLOCK)
+        std::env::var("NESLE_BLOCK")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&b: &u32| b > 0 && b <= 1024 && b % 32 == 0)
+            .unwrap_or(BLOCK)
     })
 }
 
@@ -114,7 +136,11 @@ fn grid(n: usize) -> LaunchConfig {
 }
 
 fn grid_of(n: usize, block: u32) -> LaunchConfig {
-    LaunchConfig { grid_dim: ((n as u32).div_ceil(block), 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 }
+    LaunchConfig {
+        grid_dim: ((n as u32).div_ceil(block), 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 /// Whether this build embeds GPU kernels.
@@ -132,9 +158,65 @@ fn driver_version() -> Result<i32, Error> {
     Ok(v)
 }
 
-/// Loads the embedded image that fits this GPU: `NESLE_KERNEL_IMAGE` (fatbin, sm_61, compute_75,
-/// ...) if set, else the candidates of `images::candidates` in order until one loads.
+include!("nvrtc_defines.rs");
+
+/// For kernel development: compiles `dir/nesle.cu` (`NESLE_KERNEL_SOURCE=dir`) with the NVRTC
+/// found at run time (libnvrtc on the library path) for this GPU's architecture, plus the
+/// options in `NESLE_KERNEL_OPTIONS` (whitespace-separated, e.g. `-DX=1 --maxrregcount=128`),
+/// so kernel edits can be tried on a GPU machine without rebuilding the crate.
+fn compile_source(
+    ctx: &Arc<CudaContext>,
+    dir: &str,
+) -> Result<Arc<cudarc::driver::CudaModule>, Error> {
+    let (major, minor) = ctx.compute_capability().map_err(cuda)?;
+    let path = std::path::Path::new(dir).join("nesle.cu");
+    let src = std::fs::read_to_string(&path).map_err(|e| {
+        Error::BadArgument(format!(
+            "NESLE_KERNEL_SOURCE: cannot read {}: {e}",
+            path.display()
+        ))
+    })?;
+    // SAFETY: only tries to dlopen libnvrtc; cudarc would panic on first use without it.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(Error::NoDevice(
+            "NESLE_KERNEL_SOURCE needs NVRTC: put the directory of libnvrtc.so (and its builtins) on LD_LIBRARY_PATH".into(),
+        ));
+    }
+    let mut options = vec![
+        "--std=c++17".to_string(),
+        format!("-D{NVRTC_OFFSETOF}"),
+        format!("--gpu-architecture=compute_{major}{minor}"),
+    ];
+    options.extend(
+        std::env::var("NESLE_KERNEL_OPTIONS")
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(String::from),
+    );
+    let opts = cudarc::nvrtc::CompileOptions {
+        include_paths: vec![dir.to_string()],
+        options,
+        name: Some("nesle.cu".into()),
+        ..Default::default()
+    };
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(src, opts).map_err(|e| {
+        Error::Cuda(format!(
+            "NESLE_KERNEL_SOURCE: NVRTC failed on {}: {e:?}",
+            path.display()
+        ))
+    })?;
+    ctx.load_module(ptx).map_err(cuda)
+}
+
+/// Loads the kernels: compiled from `NESLE_KERNEL_SOURCE` if set (development), else the
+/// embedded image `NESLE_KERNEL_IMAGE` names (fatbin, sm_61, compute_75, ...) if set, else the
+/// candidates of `images::candidates` in order until one loads.
 fn load_kernels(ctx: &Arc<CudaContext>) -> Result<Arc<cudarc::driver::CudaModule>, Error> {
+    if let Ok(dir) = std::env::var("NESLE_KERNEL_SOURCE") {
+        if !dir.trim().is_empty() {
+            return compile_source(ctx, dir.trim());
+        }
+    }
     let (major, minor) = ctx.compute_capability().map_err(cuda)?;
     let cc = (major.max(0) as u32, minor.max(0) as u32);
     let driver = driver_version()?;
@@ -166,7 +248,9 @@ fn load_kernels(ctx: &Arc<CudaContext>) -> Result<Arc<cudarc::driver::CudaModule
         let im = &all[i];
         let code = match im.kind {
             // The driver wants PTX as NUL-terminated text; from_src adds the NUL.
-            images::Kind::Ptx(_) => cudarc::nvrtc::Ptx::from_src(String::from_utf8_lossy(im.bytes).into_owned()),
+            images::Kind::Ptx(_) => {
+                cudarc::nvrtc::Ptx::from_src(String::from_utf8_lossy(im.bytes).into_owned())
+            }
             _ => cudarc::nvrtc::Ptx::from_binary(im.bytes.to_vec()),
         };
         match ctx.load_module(code) {
@@ -193,23 +277,30 @@ pub(crate) struct Gpu {
 
 impl std::fmt::Debug for Gpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gpu").field("ordinal", &self.ctx.ordinal()).finish_non_exhaustive()
+        f.debug_struct("Gpu")
+            .field("ordinal", &self.ctx.ordinal())
+            .finish_non_exhaustive()
     }
 }
 
 impl Gpu {
     pub(crate) fn new(device: usize) -> Result<Gpu, Error> {
-        if !has_kernels() {
+        if !has_kernels() && std::env::var_os("NESLE_KERNEL_SOURCE").is_none() {
             return Err(Error::NoKernels);
         }
         // SAFETY: only tries to dlopen libcuda and reports whether it worked; cudarc would
         // panic on first use without it (TOOLCHAIN.md), so this check comes first.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
-            return Err(Error::NoDevice("the CUDA driver library (libcuda.so) is not installed".into()));
+            return Err(Error::NoDevice(
+                "the CUDA driver library (libcuda.so) is not installed".into(),
+            ));
         }
-        let count = CudaContext::device_count().map_err(|e| Error::NoDevice(format!("cuInit failed: {e:?}")))?;
+        let count = CudaContext::device_count()
+            .map_err(|e| Error::NoDevice(format!("cuInit failed: {e:?}")))?;
         if device >= count.max(0) as usize {
-            return Err(Error::NoDevice(format!("GPU {device} requested, {count} present")));
+            return Err(Error::NoDevice(format!(
+                "GPU {device} requested, {count} present"
+            )));
         }
         let ctx = CudaContext::new(device).map_err(cuda)?;
         let stream = ctx.default_stream();
@@ -218,7 +309,14 @@ impl Gpu {
         // NESLE_STEP_KERNEL picks another step entry point with the same signature (measurements:
         // `nesle_step_direct` is the step without the local mirror).
         let step_name = std::env::var("NESLE_STEP_KERNEL").unwrap_or_else(|_| "nesle_step".into());
-        Ok(Gpu { step: f(&step_name)?, reset: f("nesle_reset_from_bank")?, gather_ram: f("nesle_gather_ram")?, gray84: f("nesle_gray84")?, ctx, stream })
+        Ok(Gpu {
+            step: f(&step_name)?,
+            reset: f("nesle_reset_from_bank")?,
+            gather_ram: f("nesle_gather_ram")?,
+            gray84: f("nesle_gray84")?,
+            ctx,
+            stream,
+        })
     }
 
     /// (free, total) bytes of device memory.
@@ -235,7 +333,12 @@ impl Gpu {
         self.stream.alloc_zeros::<u8>(bytes.max(1)).map_err(cuda)
     }
 
-    pub(crate) fn upload(&self, src: &[u8], dst: &mut CudaSlice<u8>, at: usize) -> Result<(), Error> {
+    pub(crate) fn upload(
+        &self,
+        src: &[u8],
+        dst: &mut CudaSlice<u8>,
+        at: usize,
+    ) -> Result<(), Error> {
         if at + src.len() > dst.len() {
             return Err(Error::BadArgument("upload out of range".into()));
         }
@@ -244,7 +347,12 @@ impl Gpu {
         self.stream.memcpy_htod(src, &mut view).map_err(cuda)
     }
 
-    pub(crate) fn download(&self, src: &CudaSlice<u8>, at: usize, dst: &mut [u8]) -> Result<(), Error> {
+    pub(crate) fn download(
+        &self,
+        src: &CudaSlice<u8>,
+        at: usize,
+        dst: &mut [u8],
+    ) -> Result<(), Error> {
         if at + dst.len() > src.len() {
             return Err(Error::BadArgument("download out of range".into()));
         }
@@ -264,7 +372,9 @@ impl Gpu {
         let start = std::time::Instant::now();
         while !done.try_is_complete().map_err(cuda)? {
             if start.elapsed() >= limit {
-                return Err(Error::Timeout { millis: limit.as_millis() as u64 });
+                return Err(Error::Timeout {
+                    millis: limit.as_millis() as u64,
+                });
             }
             std::thread::sleep(std::time::Duration::from_micros(100));
         }
@@ -311,7 +421,14 @@ impl Gpu {
         let n = n_envs as u32;
         let null: u64 = 0;
         let mut b = self.stream.launch_builder(&self.step);
-        b.arg(states).arg(prg).arg(&prg_len).arg(chr).arg(&chr_len).arg(actions).arg(&n).arg(&frames);
+        b.arg(states)
+            .arg(prg)
+            .arg(&prg_len)
+            .arg(chr)
+            .arg(&chr_len)
+            .arg(actions)
+            .arg(&n)
+            .arg(&frames);
         match pixels {
             Some(p) => b.arg(p),
             None => b.arg(&null),
@@ -355,7 +472,12 @@ impl Gpu {
     }
 
     /// Launches `nesle_gather_ram`: every env's 2 KiB of RAM into one dense buffer.
-    pub(crate) fn gather_ram(&self, states: &CudaSlice<u8>, out: &mut CudaSlice<u8>, n_envs: usize) -> Result<(), Error> {
+    pub(crate) fn gather_ram(
+        &self,
+        states: &CudaSlice<u8>,
+        out: &mut CudaSlice<u8>,
+        n_envs: usize,
+    ) -> Result<(), Error> {
         check_len("states", states.len(), n_envs * FLAT_STATE_SIZE)?;
         check_len("ram", out.len(), n_envs * 0x800)?;
         if n_envs == 0 {
@@ -370,7 +492,13 @@ impl Gpu {
     }
 
     /// Launches `nesle_gray84`: `n_envs` pictures to 84x84 grayscale in `out`.
-    pub(crate) fn gray84(&self, pixels: &CudaSlice<u8>, tables: &CudaSlice<u8>, out: &mut CudaSlice<u8>, n_envs: usize) -> Result<(), Error> {
+    pub(crate) fn gray84(
+        &self,
+        pixels: &CudaSlice<u8>,
+        tables: &CudaSlice<u8>,
+        out: &mut CudaSlice<u8>,
+        n_envs: usize,
+    ) -> Result<(), Error> {
         check_len("pixels", pixels.len(), n_envs * PIXELS_PER_ENV)?;
         check_len("tables", tables.len(), std::mem::size_of::<GrayTables>())?;
         check_len("gray84", out.len(), n_envs * GRAY_PIXELS)?;
@@ -419,12 +547,18 @@ fn sync_timeout() -> Option<std::time::Duration> {
 }
 
 fn parse_timeout(s: &str) -> Option<std::time::Duration> {
-    s.trim().parse::<f64>().ok().filter(|t| t.is_finite() && *t > 0.0).map(std::time::Duration::from_secs_f64)
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .map(std::time::Duration::from_secs_f64)
 }
 
 fn check_len(what: &str, have: usize, need: usize) -> Result<(), Error> {
     if have < need.max(1) {
-        return Err(Error::BadArgument(format!("{what} buffer holds {have} bytes, {need} needed")));
+        return Err(Error::BadArgument(format!(
+            "{what} buffer holds {have} bytes, {need} needed"
+        )));
     }
     Ok(())
 }
@@ -433,7 +567,12 @@ fn check_len(what: &str, have: usize, need: usize) -> Result<(), Error> {
 pub(crate) fn tables_as_bytes(t: &GrayTables) -> &[u8] {
     // SAFETY: GrayTables is #[repr(C)], made only of f32/u32 arrays (no padding: its size is
     // the sum of its fields', pinned by a test), so every byte is initialised.
-    unsafe { std::slice::from_raw_parts((t as *const GrayTables).cast::<u8>(), std::mem::size_of::<GrayTables>()) }
+    unsafe {
+        std::slice::from_raw_parts(
+            (t as *const GrayTables).cast::<u8>(),
+            std::mem::size_of::<GrayTables>(),
+        )
+    }
 }
 
 /// FlatStates as the bytes the GPU holds.
@@ -441,14 +580,21 @@ pub(crate) fn states_as_bytes(states: &[FlatState]) -> &[u8] {
     // SAFETY: FlatState is #[repr(C)], made only of integers, with no padding (pinned by
     // nes-core's `the_fields_are_packed_without_padding_and_in_offset_order`), so every byte
     // is initialised; the slice covers exactly the same memory and lifetime.
-    unsafe { std::slice::from_raw_parts(states.as_ptr() as *const u8, std::mem::size_of_val(states)) }
+    unsafe {
+        std::slice::from_raw_parts(states.as_ptr() as *const u8, std::mem::size_of_val(states))
+    }
 }
 
 /// Mutable bytes of FlatStates, for downloads.
 pub(crate) fn states_as_bytes_mut(states: &mut [FlatState]) -> &mut [u8] {
     // SAFETY: as above; in addition any byte pattern is a valid FlatState (integers only),
     // so writing arbitrary bytes through this view cannot create an invalid value.
-    unsafe { std::slice::from_raw_parts_mut(states.as_mut_ptr() as *mut u8, std::mem::size_of_val(states)) }
+    unsafe {
+        std::slice::from_raw_parts_mut(
+            states.as_mut_ptr() as *mut u8,
+            std::mem::size_of_val(states),
+        )
+    }
 }
 
 #[cfg(test)]
