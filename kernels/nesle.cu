@@ -12,10 +12,11 @@ extern "C" __global__ void nesle_step(FlatState* states, const u8* prg, u32 prg_
                                       const u8* actions, u32 n_envs, u32 frames, u8* pixels) {
     (void)prg_len;  // the banking maps of every state were built for this ROM's sizes
     (void)chr_len;
-    u32 env = blockIdx.x * blockDim.x + threadIdx.x;
-    if (env >= n_envs) return;
-    u8* px = pixels ? pixels + (u64)env * 256 * 240 : nullptr;
-    nes_step_env_mirrored(states + env, prg, chr, actions[env], frames, px);
+    // Grid-stride: the launch may have fewer threads than envs (launch.rs caps the blocks per SM).
+    for (u32 env = blockIdx.x * blockDim.x + threadIdx.x; env < n_envs; env += gridDim.x * blockDim.x) {
+        u8* px = pixels ? pixels + (u64)env * 256 * 240 : nullptr;
+        nes_step_env_mirrored(states + env, prg, chr, actions[env], frames, px);
+    }
 }
 
 // The same step without the local mirror: every access goes to the FlatState in global memory.
@@ -24,10 +25,10 @@ extern "C" __global__ void nesle_step_direct(FlatState* states, const u8* prg, u
                                              u32 chr_len, const u8* actions, u32 n_envs, u32 frames, u8* pixels) {
     (void)prg_len;
     (void)chr_len;
-    u32 env = blockIdx.x * blockDim.x + threadIdx.x;
-    if (env >= n_envs) return;
-    u8* px = pixels ? pixels + (u64)env * 256 * 240 : nullptr;
-    nes_step_env(states + env, prg, chr, actions[env], frames, px);
+    for (u32 env = blockIdx.x * blockDim.x + threadIdx.x; env < n_envs; env += gridDim.x * blockDim.x) {
+        u8* px = pixels ? pixels + (u64)env * 256 * 240 : nullptr;
+        nes_step_env(states + env, prg, chr, actions[env], frames, px);
+    }
 }
 
 // states[env] = bank[pick[env]] where mask[env] != 0. `pick` out of range leaves the env alone.

@@ -127,6 +127,28 @@ fn step_block() -> u32 {
     })
 }
 
+/// Resident blocks per SM the step launch is capped at (`NESLE_BLOCKS_PER_SM`, a measurement
+/// knob; 0 = no cap, one thread per env). With a cap the grid is SMs x cap blocks and each
+/// thread steps several envs in turn (the kernel's grid-stride loop).
+fn step_blocks_per_sm() -> u32 {
+    static B: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *B.get_or_init(|| {
+        std::env::var("NESLE_BLOCKS_PER_SM")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    })
+}
+
+/// The step launch for `n` envs: one thread per env, at most `per_sm` blocks per SM when set.
+fn step_grid(n: usize, block: u32, sms: u32, per_sm: u32) -> LaunchConfig {
+    let mut cfg = grid_of(n, block);
+    if per_sm > 0 {
+        cfg.grid_dim.0 = cfg.grid_dim.0.min(sms.max(1) * per_sm);
+    }
+    cfg
+}
+
 fn cuda(e: DriverError) -> Error {
     Error::Cuda(format!("{e:?}"))
 }
@@ -273,6 +295,8 @@ pub(crate) struct Gpu {
     reset: CudaFunction,
     gather_ram: CudaFunction,
     gray84: CudaFunction,
+    /// Streaming multiprocessors (the step grid's cap is per SM).
+    sms: u32,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -309,7 +333,14 @@ impl Gpu {
         // NESLE_STEP_KERNEL picks another step entry point with the same signature (measurements:
         // `nesle_step_direct` is the step without the local mirror).
         let step_name = std::env::var("NESLE_STEP_KERNEL").unwrap_or_else(|_| "nesle_step".into());
+        let sms = ctx
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(cuda)?
+            .max(1) as u32;
         Ok(Gpu {
+            sms,
             step: f(&step_name)?,
             reset: f("nesle_reset_from_bank")?,
             gather_ram: f("nesle_gather_ram")?,
@@ -439,8 +470,17 @@ impl Gpu {
         // (whose layout the generated header pins), actions n_envs bytes, pixels n_envs
         // frames; every state was validated against this ROM before upload (Cart::load
         // bounds its banking maps), so the kernel's PRG/CHR reads stay inside `prg`/`chr`.
-        // One thread per env touches only its own state and pixels: no data race.
-        unsafe { b.launch(grid_of(n_envs, step_block())) }.map_err(cuda)?;
+        // One thread per env touches only its own state and pixels (a thread may step several
+        // envs in turn, never one env twice): no data race.
+        unsafe {
+            b.launch(step_grid(
+                n_envs,
+                step_block(),
+                self.sms,
+                step_blocks_per_sm(),
+            ))
+        }
+        .map_err(cuda)?;
         Ok(())
     }
 
@@ -599,8 +639,19 @@ pub(crate) fn states_as_bytes_mut(states: &mut [FlatState]) -> &mut [u8] {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_timeout;
+    use super::{parse_timeout, step_grid};
     use std::time::Duration;
+
+    #[test]
+    fn the_step_grid_covers_every_env_and_caps_blocks_per_sm() {
+        // No cap: one thread per env, the last block partly idle.
+        let g = step_grid(65_537, 128, 132, 0);
+        assert_eq!((g.grid_dim.0, g.block_dim.0), (513, 128));
+        // Capped: 132 SMs x 2 blocks; the kernel's grid-stride loop covers the rest.
+        assert_eq!(step_grid(65_536, 128, 132, 2).grid_dim.0, 264);
+        // A cap above what the envs need changes nothing.
+        assert_eq!(step_grid(1_000, 128, 132, 2).grid_dim.0, 8);
+    }
 
     #[test]
     fn the_sync_timeout_is_seconds_and_off_unless_positive() {
