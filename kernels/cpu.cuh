@@ -53,13 +53,15 @@ NESLE_FN bool cpu_interrupts_at_rest(const Nes& n) {
            !(bus_irq_line(n) && (s.cpu_p & FLAG_I) == 0);
 }
 
-NESLE_FN u8 cpu_read(Nes& n, u16 addr) {
+// Out of line, as cpu_write: inlining the interrupt sample into each of the ~40 call sites
+// made the CPU's hot code overflow the instruction cache (docs/kernel-notes.md, row 11).
+NESLE_DEV u8 cpu_read(Nes& n, u16 addr) {
     u8 v = bus_read(n, addr);
     cpu_sample(n);
     return v;
 }
 
-NESLE_FN void cpu_write(Nes& n, u16 addr, u8 v) {
+NESLE_DEV void cpu_write(Nes& n, u16 addr, u8 v) {
     bus_write(n, addr, v);
     cpu_sample(n);
 }
