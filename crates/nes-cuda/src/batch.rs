@@ -150,8 +150,15 @@ impl Batch {
         self.gpu.upload(actions, &mut self.actions, 0)
     }
 
+    /// One launch per frame, the picture drawn in the last: a launch's end makes each warp's
+    /// threads start the next frame together; inside one multi-frame launch they drift apart
+    /// and a warp runs different parts of the frame one after the other (protocol B on an H200:
+    /// 242k frames/s one frame per launch vs 188k four; docs/kernel-notes.md, row 13).
     fn launch_step(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32) -> Result<(), Error> {
-        self.launch_step_drawing(actions, frames, true)
+        for f in 0..frames {
+            self.launch_step_drawing(actions, 1, f + 1 == frames)?;
+        }
+        Ok(())
     }
 
     fn launch_step_drawing(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32, draw: bool) -> Result<(), Error> {
