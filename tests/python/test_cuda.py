@@ -13,6 +13,10 @@ today (one thread per console, latency-bound at small N), so the whole file take
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -376,3 +380,39 @@ def test_gray84_kernel_gives_the_cpu_bytes(smb_rom):
         gpu.gray84(torch.zeros((n, 84, 83), dtype=torch.uint8, device="cuda"))
     with pytest.raises(TypeError):
         gpu.gray84(np.zeros((n, 84, 84), np.uint8))
+
+
+_SOURCE_RUN = """
+import sys, numpy as np, nesle
+from nesle import _native
+rom = open(sys.argv[1], "rb").read()
+cpu, gpu = nesle.CpuBatch(rom, 8), _native.CudaBatch(rom, 8)
+rng = np.random.default_rng(3)
+for t in range(30):
+    a = np.where(rng.random(8) < 0.3, nesle.BUTTON_START, 0).astype(np.uint8) if t < 20 else rng.integers(0, 256, 8, dtype=np.uint8)
+    cpu.step(a, 2)
+    gpu.step(a, 2)
+    assert all(gpu.save_state(i) == cpu.save_state(i) for i in range(8)), t
+print("same")
+"""
+
+
+def test_kernels_compiled_from_source_at_run_time_match_the_cpu(smb_rom, tmp_path):
+    """NESLE_KERNEL_SOURCE: the kernels compiled by NVRTC at run time (a fresh process, so the
+    embedded images are not loaded first) give the CPU's states; a broken source is a clear error."""
+    kernels = Path(__file__).resolve().parents[2] / "kernels"
+    nvidia = Path(torch.__file__).resolve().parent.parent / "nvidia"
+    libs = [str(p) for p in nvidia.glob("*/lib") if list(p.glob("libnvrtc.so*"))]
+    env = dict(os.environ, NESLE_KERNEL_SOURCE=str(kernels))
+    env["LD_LIBRARY_PATH"] = ":".join(libs + [env.get("LD_LIBRARY_PATH", "")])
+    rom = tmp_path / "smb.nes"
+    rom.write_bytes(smb_rom)
+    run = subprocess.run([sys.executable, "-c", _SOURCE_RUN, str(rom)], env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0 and "same" in run.stdout, run.stderr[-3000:]
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "nesle.cu").write_text("this is not CUDA\n")
+    env["NESLE_KERNEL_SOURCE"] = str(broken)
+    run = subprocess.run([sys.executable, "-c", _SOURCE_RUN, str(rom)], env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode != 0 and "NVRTC failed" in run.stderr, run.stderr[-3000:]
