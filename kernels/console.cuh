@@ -141,15 +141,16 @@ NESLE_DEV void nes_step_env(FlatState* state, const u8* prg, const u8* chr, u8 a
     }
 }
 
-// --- the launch-local mirror (docs/kernel-notes.md, "Local mirror") ---
+// --- the launch-local mirror (docs/kernel-notes.md, "Local mirror") and the packed states ---
 //
 // nesle_step runs each env on a copy of its FlatState in thread-local memory. CUDA lays local
 // memory out interleaved (word i of thread t sits next to word i of thread t+1), so when a
 // warp's threads touch the same field, as they do on every access in lockstep, the warp makes
-// one 128-byte transaction instead of 32 (FlatStates are 23,136 bytes apart in global memory).
-// Regions the cartridge can never touch are neither copied in nor out, so they keep their bytes:
-// CHR RAM without a CHR RAM board, PRG RAM when it has size 0, the upper 2 KiB of CIRAM without
-// four-screen mirroring. The decision reads only fields no code path changes.
+// one 128-byte transaction instead of 32.
+// In global memory a batch keeps each state packed (crates/nes-cuda/src/packed.rs): without the
+// regions its cartridge can never touch (`packing` bit 0: the upper 2 KiB of CIRAM, kept only
+// with four-screen mirroring; bit 1: PRG RAM; bit 2: CHR RAM), so Super Mario Bros. takes
+// 12,896 bytes an env instead of 23,136. The local copy's dropped regions are never read.
 #define NES_OFF_CIRAM_HI (__builtin_offsetof(FlatState, cart_ciram) + 0x800)
 #define NES_OFF_PRG_RAM __builtin_offsetof(FlatState, cart_prg_ram)
 #define NES_OFF_CHR_RAM __builtin_offsetof(FlatState, cart_chr_ram)
@@ -157,40 +158,47 @@ NESLE_DEV void nes_step_env(FlatState* state, const u8* prg, const u8* chr, u8 a
 static_assert(NES_OFF_CIRAM_HI % 8 == 0 && NES_OFF_PRG_RAM % 8 == 0 && NES_OFF_CHR_RAM % 8 == 0 &&
                   NES_OFF_TAIL % 8 == 0 && NES_OFF_PRG_RAM == NES_OFF_CIRAM_HI + 0x800 &&
                   NES_OFF_CHR_RAM == NES_OFF_PRG_RAM + 8192 && NES_OFF_TAIL == NES_OFF_CHR_RAM + 8192,
-              "mirror regions");
+              "packed regions");
 
-NESLE_FN void nes_copy_words(u8* dst, const u8* src, u32 from, u32 to) {
-    u64* d = (u64*)(dst + from);
-    const u64* s = (const u64*)(src + from);
-    for (u32 i = 0; i < (to - from) / 8; i++) d[i] = s[i];
+#define NES_PACK_CIRAM_HI 1u
+#define NES_PACK_PRG_RAM 2u
+#define NES_PACK_CHR_RAM 4u
+
+// Copies bytes [from, to) of the state between `full` and `packed + at` (`to_packed`: full ->
+// packed); returns the packed offset after them.
+NESLE_FN u32 nes_copy_region(u8* full, u8* packed, u32 at, u32 from, u32 to, bool to_packed) {
+    u64* f = (u64*)(full + from);
+    u64* p = (u64*)(packed + at);
+    u32 words = (to - from) / 8;
+    if (to_packed)
+        for (u32 i = 0; i < words; i++) p[i] = f[i];
+    else
+        for (u32 i = 0; i < words; i++) f[i] = p[i];
+    return at + (to - from);
 }
 
-// Copies the regions of `src` the console can use (decided from `cfg`) into `dst`.
-NESLE_FN void nes_copy_used(FlatState* dst, const FlatState* src, const FlatState* cfg) {
-    bool four = cfg->cart_header_mirroring == MIR_FOUR_SCREEN || cfg->cart_mirroring == MIR_FOUR_SCREEN;
-    bool prg_ram = cfg->cart_prg_ram_size != 0;
-    bool chr_ram = cfg->cart_chr_is_ram != 0;
-    u8* d = (u8*)dst;
-    const u8* s = (const u8*)src;
-    nes_copy_words(d, s, 0, NES_OFF_CIRAM_HI);
-    if (four) nes_copy_words(d, s, NES_OFF_CIRAM_HI, NES_OFF_PRG_RAM);
-    if (prg_ram) nes_copy_words(d, s, NES_OFF_PRG_RAM, NES_OFF_CHR_RAM);
-    if (chr_ram) nes_copy_words(d, s, NES_OFF_CHR_RAM, NES_OFF_TAIL);
-    nes_copy_words(d, s, NES_OFF_TAIL, sizeof(FlatState));
+// Packs `full` into `packed` or unpacks it, region by region in layout order (packed.rs).
+NESLE_FN void nes_convert(FlatState* full, u8* packed, u32 packing, bool to_packed) {
+    u8* f = (u8*)full;
+    u32 at = nes_copy_region(f, packed, 0, 0, NES_OFF_CIRAM_HI, to_packed);
+    if (packing & NES_PACK_CIRAM_HI) at = nes_copy_region(f, packed, at, NES_OFF_CIRAM_HI, NES_OFF_PRG_RAM, to_packed);
+    if (packing & NES_PACK_PRG_RAM) at = nes_copy_region(f, packed, at, NES_OFF_PRG_RAM, NES_OFF_CHR_RAM, to_packed);
+    if (packing & NES_PACK_CHR_RAM) at = nes_copy_region(f, packed, at, NES_OFF_CHR_RAM, NES_OFF_TAIL, to_packed);
+    nes_copy_region(f, packed, at, NES_OFF_TAIL, sizeof(FlatState), to_packed);
 }
 
-// nes_step_env on a local copy of `*state`, written back at the end.
-NESLE_FN void nes_step_env_mirrored(FlatState* state, const u8* prg, const u8* chr, u8 action, u32 frames,
-                                    u8* pixels) {
+// nes_step_env on a local copy of the packed state at `packed`, packed back at the end.
+NESLE_FN void nes_step_env_packed(u8* packed, u32 packing, const u8* prg, const u8* chr, u8 action, u32 frames,
+                                  u8* pixels) {
     FlatState local;
-    nes_copy_used(&local, state, state);
+    nes_convert(&local, packed, packing, false);
     nes_step_env(&local, prg, chr, action, frames, pixels);
-    nes_copy_used(state, &local, state);
+    nes_convert(&local, packed, packing, true);
 }
 
-// Copies one FlatState 8 bytes at a time (its size is a multiple of 8, pinned by a test).
-NESLE_FN void nes_copy_state(FlatState* dst, const FlatState* src) {
+// Copies one packed state (`stride` bytes, a multiple of 8) 8 bytes at a time.
+NESLE_FN void nes_copy_packed(u8* dst, const u8* src, u32 stride) {
     u64* d = (u64*)dst;
     const u64* s = (const u64*)src;
-    for (u32 i = 0; i < sizeof(FlatState) / 8; i++) d[i] = s[i];
+    for (u32 i = 0; i < stride / 8; i++) d[i] = s[i];
 }

@@ -4,21 +4,13 @@
 #include "types.h"
 #include "console.cuh"
 
-extern "C" void nesle_host_step(FlatState* states, const u8* prg, u32 prg_len, const u8* chr, u32 chr_len,
-                                const u8* actions, u32 n_envs, u32 frames, u8* pixels) {
-    (void)prg_len;
-    (void)chr_len;
+// The kernel's per-env body over packed states, as nesle_step runs it (launch-local copy
+// unpacked from and packed back to `states + env * stride`).
+extern "C" void nesle_host_step(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr, const u8* actions,
+                                u32 n_envs, u32 frames, u8* pixels) {
     for (u32 env = 0; env < n_envs; env++) {
         u8* px = pixels ? pixels + (u64)env * 256 * 240 : nullptr;
-        nes_step_env_mirrored(states + env, prg, chr, actions[env], frames, px);
-    }
-}
-
-extern "C" void nesle_host_reset_from_bank(FlatState* states, const FlatState* bank, u32 bank_len, const u8* mask,
-                                           const u32* pick, u32 n_envs) {
-    for (u32 env = 0; env < n_envs; env++) {
-        if (!mask[env] || pick[env] >= bank_len) continue;
-        nes_copy_state(states + env, bank + pick[env]);
+        nes_step_env_packed(states + (u64)env * stride, packing, prg, chr, actions[env], frames, px);
     }
 }
 

@@ -6,7 +6,8 @@
 //! raw addresses from [`Batch::device_pointers`].
 
 use crate::launch::{self, Gpu};
-use crate::{Error, FlatState, RomImage, FLAT_STATE_SIZE, PIXELS_PER_ENV};
+use crate::packed::Packing;
+use crate::{Error, FlatState, RomImage, PIXELS_PER_ENV};
 use cudarc::driver::CudaSlice;
 
 /// How to build a [`Batch`].
@@ -21,7 +22,8 @@ pub struct BatchConfig {
 /// Raw device addresses of a batch's buffers, valid while the batch lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DevicePointers {
-    /// `n_envs` FlatStates of `state_size` bytes each.
+    /// `n_envs` packed states of `state_size` bytes each (see [`crate::packed`]; CPU RAM sits at
+    /// its FlatState offset in each).
     pub states: u64,
     pub state_size: usize,
     /// `n_envs` bytes: the buttons used by `step`.
@@ -37,6 +39,8 @@ pub struct Batch {
     gpu: Gpu,
     rom: RomImage,
     n_envs: usize,
+    /// How `states` (and the bank) hold each console: see [`crate::packed`].
+    packing: Packing,
     states: CudaSlice<u8>,
     actions: CudaSlice<u8>,
     pixels: Option<CudaSlice<u8>>,
@@ -61,21 +65,23 @@ impl Batch {
     pub fn with_state(rom: RomImage, n_envs: usize, config: BatchConfig, start: &FlatState) -> Result<Batch, Error> {
         rom.check_state(start)?;
         let gpu = Gpu::new(config.device)?;
-        let per_env = FLAT_STATE_SIZE + 1 + 1 + 4 + if config.pixels { PIXELS_PER_ENV } else { 0 };
+        let packing = Packing::of(start);
+        let stride = packing.stride();
+        let per_env = stride + 1 + 1 + 4 + if config.pixels { PIXELS_PER_ENV } else { 0 };
         let needed = n_envs * per_env + rom.prg.len() + rom.chr.len();
         let (free, _) = gpu.memory()?;
         // Leave 5% for the driver, the module and the kernel's local memory.
         if needed > free / 20 * 19 {
             return Err(Error::OutOfMemory { needed, free, n_envs });
         }
-        let mut states = gpu.alloc(n_envs * FLAT_STATE_SIZE)?;
-        // Upload in chunks of 4096 states (95 MB) to bound host memory.
+        let mut states = gpu.alloc(n_envs * stride)?;
+        // Upload in chunks of 4096 states (at most 95 MB) to bound host memory.
         let chunk = 4096.min(n_envs.max(1));
-        let block = vec![*start; chunk];
+        let block = packing.pack_all(&vec![*start; chunk]);
         let mut at = 0;
         while at < n_envs {
             let k = chunk.min(n_envs - at);
-            gpu.upload(launch::states_as_bytes(&block[..k]), &mut states, at * FLAT_STATE_SIZE)?;
+            gpu.upload(&block[..k * stride], &mut states, at * stride)?;
             at += k;
         }
         let mut prg = gpu.alloc(rom.prg.len())?;
@@ -87,7 +93,7 @@ impl Batch {
         let mask = gpu.alloc(n_envs)?;
         let pick = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         gpu.synchronize()?;
-        Ok(Batch { gpu, rom, n_envs, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None })
+        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None })
     }
 
     pub fn n_envs(&self) -> usize {
@@ -137,7 +143,7 @@ impl Batch {
         }
         for f in 0..frames {
             self.launch_step_drawing(actions, 1, f + 1 == frames)?;
-            self.gpu.gather_ram_at(&self.states, trace, f as usize * per_frame, self.n_envs)?;
+            self.gpu.gather_ram_at(&self.states, trace, f as usize * per_frame, self.n_envs, self.packing)?;
         }
         Ok(())
     }
@@ -163,19 +169,8 @@ impl Batch {
 
     fn launch_step_drawing(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32, draw: bool) -> Result<(), Error> {
         let actions = actions.unwrap_or(&self.actions);
-        let chr_len = self.rom.chr.len() as u32;
         let pixels = if draw { self.pixels.as_mut() } else { None };
-        self.gpu.step(
-            &mut self.states,
-            &self.prg,
-            self.rom.prg.len() as u32,
-            &self.chr,
-            chr_len,
-            actions,
-            self.n_envs,
-            frames,
-            pixels,
-        )
+        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.chr, actions, self.n_envs, frames, pixels)
     }
 
     /// Waits for all queued work.
@@ -186,7 +181,7 @@ impl Batch {
     /// Every env's 2 KiB of CPU RAM, env-major (`n_envs * 2048` bytes).
     pub fn ram_to_host(&self) -> Result<Vec<u8>, Error> {
         let mut dense = self.gpu.alloc(self.n_envs * 0x800)?;
-        self.gpu.gather_ram(&self.states, &mut dense, self.n_envs)?;
+        self.gpu.gather_ram(&self.states, &mut dense, self.n_envs, self.packing)?;
         let mut out = vec![0u8; self.n_envs * 0x800];
         self.gpu.download(&dense, 0, &mut out)?;
         Ok(out)
@@ -194,9 +189,9 @@ impl Batch {
 
     /// Every env's whole state.
     pub fn states_to_host(&self) -> Result<Vec<FlatState>, Error> {
-        let mut out = vec![FlatState::zeroed(); self.n_envs];
-        self.gpu.download(&self.states, 0, launch::states_as_bytes_mut(&mut out))?;
-        Ok(out)
+        let mut packed = vec![0u8; self.n_envs * self.packing.stride()];
+        self.gpu.download(&self.states, 0, &mut packed)?;
+        Ok(self.packing.unpack_all(&packed))
     }
 
     /// The last frame of every env (`n_envs * 256 * 240` palette indices), if enabled.
@@ -205,6 +200,18 @@ impl Batch {
         let mut out = vec![0u8; self.n_envs * PIXELS_PER_ENV];
         self.gpu.download(px, 0, &mut out)?;
         Ok(out)
+    }
+
+    /// `state` belongs to this ROM and has nothing where its cartridge cannot write (what the
+    /// packed device copy drops).
+    fn check_packable(&self, state: &FlatState) -> Result<(), Error> {
+        self.rom.check_state(state)?;
+        if Packing::of(state) != self.packing || !self.packing.keeps_everything_of(state) {
+            return Err(Error::BadArgument(
+                "state has data in memory its cartridge cannot use (not a state of this ROM's console)".into(),
+            ));
+        }
+        Ok(())
     }
 
     fn check_env(&self, i: usize) -> Result<(), Error> {
@@ -217,16 +224,17 @@ impl Batch {
     /// Env `i`'s state.
     pub fn save_state(&self, i: usize) -> Result<FlatState, Error> {
         self.check_env(i)?;
-        let mut out = [FlatState::zeroed()];
-        self.gpu.download(&self.states, i * FLAT_STATE_SIZE, launch::states_as_bytes_mut(&mut out))?;
-        Ok(out[0])
+        let stride = self.packing.stride();
+        let mut packed = vec![0u8; stride];
+        self.gpu.download(&self.states, i * stride, &mut packed)?;
+        Ok(self.packing.unpack(&packed))
     }
 
     /// Puts env `i` in `state` (validated against this ROM first).
     pub fn load_state(&mut self, i: usize, state: &FlatState) -> Result<(), Error> {
         self.check_env(i)?;
-        self.rom.check_state(state)?;
-        self.gpu.upload(launch::states_as_bytes(std::slice::from_ref(state)), &mut self.states, i * FLAT_STATE_SIZE)?;
+        self.check_packable(state)?;
+        self.gpu.upload(&self.packing.pack_all(std::slice::from_ref(state)), &mut self.states, i * self.packing.stride())?;
         self.gpu.synchronize()
     }
 
@@ -236,10 +244,10 @@ impl Batch {
             return Err(Error::BadArgument("empty reset bank".into()));
         }
         for s in bank {
-            self.rom.check_state(s)?;
+            self.check_packable(s)?;
         }
-        let mut buf = self.gpu.alloc(bank.len() * FLAT_STATE_SIZE)?;
-        self.gpu.upload(launch::states_as_bytes(bank), &mut buf, 0)?;
+        let mut buf = self.gpu.alloc(bank.len() * self.packing.stride())?;
+        self.gpu.upload(&self.packing.pack_all(bank), &mut buf, 0)?;
         self.bank = Some((buf, bank.len()));
         Ok(())
     }
@@ -259,7 +267,7 @@ impl Batch {
         };
         self.gpu.upload(mask, &mut self.mask, 0)?;
         self.gpu.stream.memcpy_htod(&picks, &mut self.pick).map_err(|e| Error::Cuda(format!("{e:?}")))?;
-        self.gpu.reset_from_bank(&mut self.states, bank, *bank_len, &self.mask, &self.pick, self.n_envs)
+        self.gpu.reset_from_bank(&mut self.states, bank, *bank_len, &self.mask, &self.pick, self.n_envs, self.packing)
     }
 
     /// Env i takes bank state `pick[i]` where `mask[i] != 0`, both on the device (`n_envs`
@@ -272,7 +280,7 @@ impl Batch {
         if pick.len() < self.n_envs {
             return Err(Error::BadArgument(format!("{} picks for {} envs", pick.len(), self.n_envs)));
         }
-        self.gpu.reset_from_bank(&mut self.states, bank, *bank_len, mask, pick, self.n_envs)
+        self.gpu.reset_from_bank(&mut self.states, bank, *bank_len, mask, pick, self.n_envs, self.packing)
     }
 
     /// A zeroed device buffer of `bytes` bytes on this batch's GPU (e.g. for [`Batch::gray84`]).
@@ -301,7 +309,7 @@ impl Batch {
     pub fn device_pointers(&self) -> DevicePointers {
         DevicePointers {
             states: self.gpu.ptr(&self.states),
-            state_size: FLAT_STATE_SIZE,
+            state_size: self.packing.stride(),
             actions: self.gpu.ptr(&self.actions),
             pixels: self.pixels.as_ref().map(|p| self.gpu.ptr(p)),
             n_envs: self.n_envs,

@@ -4,16 +4,17 @@
 //! linked statically by build.rs) and the GPU images (nvcc fatbin, NVRTC 12 cubins and PTX,
 //! see `images.rs`) launched through cudarc.
 
+use crate::packed::Packing;
 use crate::picture::{GrayTables, GRAY_PIXELS};
 use crate::{FlatState, RomImage, PIXELS_PER_ENV};
 
 extern "C" {
     fn nesle_host_step(
-        states: *mut FlatState,
+        states: *mut u8,
+        stride: u32,
+        packing: u32,
         prg: *const u8,
-        prg_len: u32,
         chr: *const u8,
-        chr_len: u32,
         actions: *const u8,
         n_envs: u32,
         frames: u32,
@@ -24,16 +25,14 @@ extern "C" {
     fn nesle_host_cpu_step(state: *mut FlatState, prg: *const u8, chr: *const u8);
 }
 
-/// Runs the host build of `nesle_step`. The caller has checked lengths and that every state
-/// belongs to `rom`.
-pub(crate) fn host_step(
-    states: &mut [FlatState],
-    rom: &RomImage,
-    actions: &[u8],
-    frames: u32,
-    pixels: Option<&mut [u8]>,
-) {
+/// Runs the host build of `nesle_step` over `states` packed as a GPU batch packs them (so the
+/// parity tests cover the packing too), then unpacks them. The caller has checked lengths and
+/// that every state belongs to `rom`.
+pub(crate) fn host_step(states: &mut [FlatState], rom: &RomImage, actions: &[u8], frames: u32, pixels: Option<&mut [u8]>) {
     debug_assert_eq!(actions.len(), states.len());
+    let Some(first) = states.first() else { return };
+    let packing = Packing::of(first);
+    let mut packed = packing.pack_all(states);
     let px = match pixels {
         Some(p) => {
             debug_assert_eq!(p.len(), states.len() * PIXELS_PER_ENV);
@@ -41,29 +40,29 @@ pub(crate) fn host_step(
         }
         None => std::ptr::null_mut(),
     };
-    let chr = if rom.chr.is_empty() {
-        std::ptr::null()
-    } else {
-        rom.chr.as_ptr()
-    };
-    // SAFETY: FlatState is #[repr(C)] and its C twin is generated from the same field table
-    // (sizes pinned by static_asserts on both sides). Every pointer is valid for the lengths
-    // passed: `states`/`actions` for n_envs elements, `pixels` (checked by the caller) for
-    // n_envs*256*240 bytes or null, `prg`/`chr` for the ROM images the states' banking maps
-    // were built for (each state's maps index inside them, as Cart::load validates). The C++
-    // code does not retain any pointer after returning.
+    let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
+    // SAFETY: `packed` holds states.len() packed states of `packing.stride()` bytes, laid out
+    // as kernels/console.cuh's nes_convert reads them (packed.rs, the same regions in the same
+    // order; FlatState's C twin is generated from the same field table, sizes pinned by
+    // static_asserts on both sides). `actions` has n_envs bytes, `pixels` (checked by the
+    // caller) n_envs*256*240 bytes or is null, `prg`/`chr` are the ROM images the states'
+    // banking maps were built for (each state's maps index inside them, as Cart::load
+    // validates). The C++ code does not retain any pointer after returning.
     unsafe {
         nesle_host_step(
-            states.as_mut_ptr(),
+            packed.as_mut_ptr(),
+            packing.stride() as u32,
+            packing.bits(),
             rom.prg.as_ptr(),
-            rom.prg.len() as u32,
             chr,
-            rom.chr.len() as u32,
             actions.as_ptr(),
             states.len() as u32,
             frames,
             px,
         );
+    }
+    for (s, p) in states.iter_mut().zip(packing.unpack_all(&packed)) {
+        *s = p;
     }
 }
 
@@ -108,7 +107,6 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DriverError, LaunchConfig,
     PushKernelArg,
 };
-use nes_core::flat::FLAT_STATE_SIZE;
 use std::sync::Arc;
 
 /// Threads per block. One console per thread; 128 keeps several blocks resident per SM while
@@ -330,9 +328,7 @@ impl Gpu {
         let stream = ctx.default_stream();
         let module = load_kernels(&ctx)?;
         let f = |name: &str| module.load_function(name).map_err(cuda);
-        // NESLE_STEP_KERNEL picks another step entry point with the same signature (measurements:
-        // `nesle_step_direct` is the step without the local mirror).
-        let step_name = std::env::var("NESLE_STEP_KERNEL").unwrap_or_else(|_| "nesle_step".into());
+
         let sms = ctx
             .attribute(
                 cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
@@ -341,7 +337,7 @@ impl Gpu {
             .max(1) as u32;
         Ok(Gpu {
             sms,
-            step: f(&step_name)?,
+            step: f("nesle_step")?,
             reset: f("nesle_reset_from_bank")?,
             gather_ram: f("nesle_gather_ram")?,
             gray84: f("nesle_gray84")?,
@@ -432,16 +428,15 @@ impl Gpu {
     pub(crate) fn step(
         &self,
         states: &mut CudaSlice<u8>,
+        packing: Packing,
         prg: &CudaSlice<u8>,
-        prg_len: u32,
         chr: &CudaSlice<u8>,
-        chr_len: u32,
         actions: &CudaSlice<u8>,
         n_envs: usize,
         frames: u32,
         pixels: Option<&mut CudaSlice<u8>>,
     ) -> Result<(), Error> {
-        check_len("states", states.len(), n_envs * FLAT_STATE_SIZE)?;
+        check_len("states", states.len(), n_envs * packing.stride())?;
         check_len("actions", actions.len(), n_envs)?;
         if let Some(p) = &pixels {
             check_len("pixels", p.len(), n_envs * crate::PIXELS_PER_ENV)?;
@@ -449,38 +444,24 @@ impl Gpu {
         if n_envs == 0 {
             return Ok(());
         }
-        let n = n_envs as u32;
+        let (n, stride, bits) = (n_envs as u32, packing.stride() as u32, packing.bits());
         let null: u64 = 0;
         let mut b = self.stream.launch_builder(&self.step);
-        b.arg(states)
-            .arg(prg)
-            .arg(&prg_len)
-            .arg(chr)
-            .arg(&chr_len)
-            .arg(actions)
-            .arg(&n)
-            .arg(&frames);
+        b.arg(states).arg(&stride).arg(&bits).arg(prg).arg(chr).arg(actions).arg(&n).arg(&frames);
         match pixels {
             Some(p) => b.arg(p),
             None => b.arg(&null),
         };
-        // SAFETY: the argument list matches `nesle_step` in kernels/nesle.cu: (FlatState*,
-        // const u8*, u32, const u8*, u32, const u8*, u32, u32, u8*), with a null u64 standing
-        // for a null pixel pointer. Lengths were checked above: states holds n_envs FlatStates
-        // (whose layout the generated header pins), actions n_envs bytes, pixels n_envs
-        // frames; every state was validated against this ROM before upload (Cart::load
+        // SAFETY: the argument list matches `nesle_step` in kernels/nesle.cu: (u8*, u32, u32,
+        // const u8*, const u8*, const u8*, u32, u32, u8*), with a null u64 standing for a null
+        // pixel pointer. Lengths were checked above: states holds n_envs states packed by
+        // `packing` (packed.rs, the regions kernels/console.cuh's nes_convert copies; the
+        // FlatState layout is pinned by the generated header), actions n_envs bytes, pixels
+        // n_envs frames; every state was validated against this ROM before upload (Cart::load
         // bounds its banking maps), so the kernel's PRG/CHR reads stay inside `prg`/`chr`.
         // One thread per env touches only its own state and pixels (a thread may step several
         // envs in turn, never one env twice): no data race.
-        unsafe {
-            b.launch(step_grid(
-                n_envs,
-                step_block(),
-                self.sms,
-                step_blocks_per_sm(),
-            ))
-        }
-        .map_err(cuda)?;
+        unsafe { b.launch(step_grid(n_envs, step_block(), self.sms, step_blocks_per_sm())) }.map_err(cuda)?;
         Ok(())
     }
 
@@ -493,20 +474,23 @@ impl Gpu {
         mask: &CudaSlice<u8>,
         pick: &CudaSlice<u32>,
         n_envs: usize,
+        packing: Packing,
     ) -> Result<(), Error> {
-        check_len("states", states.len(), n_envs * FLAT_STATE_SIZE)?;
-        check_len("bank", bank.len(), bank_len * FLAT_STATE_SIZE)?;
+        let stride = packing.stride();
+        check_len("states", states.len(), n_envs * stride)?;
+        check_len("bank", bank.len(), bank_len * stride)?;
         check_len("mask", mask.len(), n_envs)?;
         check_len("pick", pick.len(), n_envs)?;
         if n_envs == 0 {
             return Ok(());
         }
-        let (n, bl) = (n_envs as u32, bank_len as u32);
+        let (n, bl, st) = (n_envs as u32, bank_len as u32, stride as u32);
         let mut b = self.stream.launch_builder(&self.reset);
-        b.arg(states).arg(bank).arg(&bl).arg(mask).arg(pick).arg(&n);
-        // SAFETY: matches `nesle_reset_from_bank(FlatState*, const FlatState*, u32, const u8*,
-        // const u32*, u32)`; lengths checked above; the kernel ignores picks >= bank_len; bank
-        // states were validated against the ROM when uploaded.
+        b.arg(states).arg(bank).arg(&bl).arg(&st).arg(mask).arg(pick).arg(&n);
+        // SAFETY: matches `nesle_reset_from_bank(u8*, const u8*, u32, u32, const u8*, const
+        // u32*, u32)`; lengths checked above (states and bank packed alike, `stride` bytes
+        // each); the kernel ignores picks >= bank_len; bank states were validated against the
+        // ROM when uploaded.
         unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
         Ok(())
     }
@@ -517,16 +501,18 @@ impl Gpu {
         states: &CudaSlice<u8>,
         out: &mut CudaSlice<u8>,
         n_envs: usize,
+        packing: Packing,
     ) -> Result<(), Error> {
-        check_len("states", states.len(), n_envs * FLAT_STATE_SIZE)?;
+        check_len("states", states.len(), n_envs * packing.stride())?;
         check_len("ram", out.len(), n_envs * 0x800)?;
         if n_envs == 0 {
             return Ok(());
         }
-        let n = n_envs as u32;
+        let (n, st) = (n_envs as u32, packing.stride() as u32);
         let mut b = self.stream.launch_builder(&self.gather_ram);
-        b.arg(states).arg(out).arg(&n);
-        // SAFETY: matches `nesle_gather_ram(const FlatState*, u8*, u32)`; lengths checked.
+        b.arg(states).arg(&st).arg(out).arg(&n);
+        // SAFETY: matches `nesle_gather_ram(const u8*, u32, u8*, u32)`; lengths checked (RAM
+        // sits in every packing's head, at its FlatState offset).
         unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
         Ok(())
     }
@@ -562,16 +548,17 @@ impl Gpu {
         out: &mut CudaSlice<u8>,
         at: usize,
         n_envs: usize,
+        packing: Packing,
     ) -> Result<(), Error> {
-        check_len("states", states.len(), n_envs * FLAT_STATE_SIZE)?;
+        check_len("states", states.len(), n_envs * packing.stride())?;
         check_len("ram", out.len().saturating_sub(at), n_envs * 0x800)?;
         if n_envs == 0 {
             return Ok(());
         }
-        let n = n_envs as u32;
+        let (n, st) = (n_envs as u32, packing.stride() as u32);
         let mut view = out.slice_mut(at..at + n_envs * 0x800);
         let mut b = self.stream.launch_builder(&self.gather_ram);
-        b.arg(states).arg(&mut view).arg(&n);
+        b.arg(states).arg(&st).arg(&mut view).arg(&n);
         // SAFETY: as gather_ram, on a view of exactly n_envs * 2048 bytes.
         unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
         Ok(())
@@ -611,28 +598,6 @@ pub(crate) fn tables_as_bytes(t: &GrayTables) -> &[u8] {
         std::slice::from_raw_parts(
             (t as *const GrayTables).cast::<u8>(),
             std::mem::size_of::<GrayTables>(),
-        )
-    }
-}
-
-/// FlatStates as the bytes the GPU holds.
-pub(crate) fn states_as_bytes(states: &[FlatState]) -> &[u8] {
-    // SAFETY: FlatState is #[repr(C)], made only of integers, with no padding (pinned by
-    // nes-core's `the_fields_are_packed_without_padding_and_in_offset_order`), so every byte
-    // is initialised; the slice covers exactly the same memory and lifetime.
-    unsafe {
-        std::slice::from_raw_parts(states.as_ptr() as *const u8, std::mem::size_of_val(states))
-    }
-}
-
-/// Mutable bytes of FlatStates, for downloads.
-pub(crate) fn states_as_bytes_mut(states: &mut [FlatState]) -> &mut [u8] {
-    // SAFETY: as above; in addition any byte pattern is a valid FlatState (integers only),
-    // so writing arbitrary bytes through this view cannot create an invalid value.
-    unsafe {
-        std::slice::from_raw_parts_mut(
-            states.as_mut_ptr() as *mut u8,
-            std::mem::size_of_val(states),
         )
     }
 }

@@ -14,6 +14,7 @@ mod batch;
 mod error;
 pub mod header;
 mod launch;
+pub mod packed;
 pub mod picture;
 mod rom;
 
