@@ -503,18 +503,7 @@ impl Gpu {
         n_envs: usize,
         packing: Packing,
     ) -> Result<(), Error> {
-        check_len("states", states.len(), n_envs * packing.stride())?;
-        check_len("ram", out.len(), n_envs * 0x800)?;
-        if n_envs == 0 {
-            return Ok(());
-        }
-        let (n, st) = (n_envs as u32, packing.stride() as u32);
-        let mut b = self.stream.launch_builder(&self.gather_ram);
-        b.arg(states).arg(&st).arg(out).arg(&n);
-        // SAFETY: matches `nesle_gather_ram(const u8*, u32, u8*, u32)`; lengths checked (RAM
-        // sits in every packing's head, at its FlatState offset).
-        unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
-        Ok(())
+        self.gather_ram_at(states, out, 0, n_envs, packing)
     }
 
     /// Launches `nesle_gray84`: `n_envs` pictures to 84x84 grayscale in `out`.
@@ -559,7 +548,9 @@ impl Gpu {
         let mut view = out.slice_mut(at..at + n_envs * 0x800);
         let mut b = self.stream.launch_builder(&self.gather_ram);
         b.arg(states).arg(&st).arg(&mut view).arg(&n);
-        // SAFETY: as gather_ram, on a view of exactly n_envs * 2048 bytes.
+        // SAFETY: matches `nesle_gather_ram(const u8*, u32, u8*, u32)`; lengths checked (RAM
+        // sits in every packing's head, at its FlatState offset), on a view of exactly
+        // n_envs * 2048 bytes.
         unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
         Ok(())
     }
