@@ -695,15 +695,16 @@ NESLE_DEV void ppu_sprite_eval_line(FlatState& s) {
     if (overflow) s.ppu_status |= STATUS_OVERFLOW;
 }
 
-// Dots dot+1 ..= 256 of a rendering line (from dot 0 of a visible line, or dot 8 of the
-// pre-render line) when no pixel of it matters and no board watches the PPU bus (render.rs
+// Dots dot+1 ..= 256 of a rendering line (from a tile boundary at dots 0-64 of a visible line,
+// or dot 8 of the pre-render line) when no pixel of it matters and no board watches the PPU bus (render.rs
 // line_fast). The tiles before 233 then leave nothing behind but coarse X: every byte they fetch
 // is overwritten in the latches by tile 249 and shifted out of the 16-bit shifters by dot 256,
 // so only the last three tiles run.
 NESLE_DEV void ppu_line_fast(Nes& n) {
     FlatState& s = *n.s;
     if (s.ppu_scanline < 240) {
-        // Dots 1-64 fill secondary OAM with $FF, then 65-256 evaluate the next line.
+        // Dots 1-64 fill secondary OAM with $FF (the part before `dot` already did), then
+        // 65-256 evaluate the next line.
         for (u32 i = 0; i < 32; i++) s.ppu_sec_oam[i] = 0xff;
         s.ppu_eval_buffer = 0xff;
         ppu_sprite_eval_line(s);
@@ -782,7 +783,9 @@ NESLE_DEV void ppu_run(Nes& n, u32 count) {
         u16 d = s.ppu_dot;
         u16 line = s.ppu_scanline;
         if (count >= 8 && (d & 7) == 0 && ppu_rendering(s) && ppu_on_render_line(s)) {
-            if (((d == 0 && line < 240 && count >= 256) || (d == 8 && line == PPU_PRERENDER_LINE && count >= 248)) &&
+            // From any tile boundary up to dot 64 of a visible line (nes-core perf #29: the
+            // batches a `$2002` poll leaves start a few dots into the line).
+            if (((d <= 64 && line < 240 && count >= 256u - d) || (d == 8 && line == PPU_PRERENDER_LINE && count >= 248)) &&
                 !ppu_line_draws(n) && !watches) {
                 count -= 256 - d;
                 ppu_line_fast(n);
