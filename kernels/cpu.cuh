@@ -573,8 +573,10 @@ NESLE_DEV void cpu_execute(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
     }
 }
 
-// Executes one instruction, or the interrupt/reset sequence that is due.
-NESLE_DEV void cpu_step(Nes& n) {
+// Executes one instruction, or the interrupt/reset sequence that is due. Inlined into the frame
+// loop (nes-core perf #34: `Cpu::step` `#[inline(always)]`): one call a frame, not one an
+// instruction.
+NESLE_FN void cpu_step(Nes& n) {
     FlatState& s = *n.s;
     if (s.cpu_reset_pending) {
         cpu_run_reset(n);
