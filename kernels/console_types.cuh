@@ -45,6 +45,12 @@ struct Nes {
     // local memory a thread). 0xffff: invalid (`nes_init`, any `$2004` write or OAM DMA byte).
     u16 in_range_key;
     bool in_range_lt8;
+    // Bit k set when OAM entry k has Y < 240: the only sprites that can be in range of a visible
+    // line, so `ppu_sprite_eval_line` scans these instead of all 64 (nes-core keeps a mask per
+    // line, #27; this one is 8 bytes). Derived; rebuilt when `oam_visible_valid` is false (after
+    // `nes_init` and any OAM write, with `in_range_key`).
+    u64 oam_visible;
+    bool oam_visible_valid;
     // Cpu::settled: `lines` of the last interrupt sample when another sample with the same
     // lines would change nothing (the pipeline has settled), else CPU_UNSETTLED; a cycle then
     // skips the sample's stores (nes-core perf-notes #30, #31). The sample also reads P's I

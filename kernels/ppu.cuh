@@ -591,7 +591,20 @@ NESLE_DEV void ppu_sprite_slot(Nes& n) {
 // same state machine as 192 `ppu_sprite_eval` calls, one iteration per read/write pair, in
 // locals. Runs of out-of-range sprites (room left, nothing in range, byte index 0) are scanned
 // in a tight loop; once the scan is done the remaining pairs are computed in closed form.
-NESLE_DEV void ppu_sprite_eval_line(FlatState& s) {
+// `Nes::oam_visible`, rebuilt if an OAM write made it stale.
+NESLE_FN u64 ppu_oam_visible(Nes& n) {
+    if (!n.oam_visible_valid) {
+        u64 m = 0;
+        for (u32 k = 0; k < 64; k++) m |= (u64)(n.s->ppu_oam[k * 4] < 240) << k;
+        n.oam_visible = m;
+        n.oam_visible_valid = true;
+    }
+    return n.oam_visible;
+}
+
+// Called for visible lines only (0-239): a sprite with Y >= 240 is never in range there.
+NESLE_DEV void ppu_sprite_eval_line(Nes& nes) {
+    FlatState& s = *nes.s;
     i32 height = (s.ppu_ctrl & CTRL_SPRITE_16) ? 16 : 8;
     i32 line = s.ppu_scanline;
     u8 oam_addr = s.ppu_oam_addr;
@@ -621,8 +634,17 @@ NESLE_DEV void ppu_sprite_eval_line(FlatState& s) {
             u32 start = n;
             u32 limit = start + (96 - pair);
             if (limit > 64) limit = 64;
-            u32 k = start;
-            while (k < limit && (u32)(line - (i32)s.ppu_oam[k * 4]) >= (u32)height) k++;
+            // The first in-range sprite in [start, limit), found among the visible ones.
+            u64 cand = ppu_oam_visible(nes) & (~0ull << start);
+            if (limit < 64) cand &= (1ull << limit) - 1;
+            u32 k = limit;
+            for (; cand != 0; cand &= cand - 1) {
+                u32 b = nes_ctz64(cand);
+                if ((u32)(line - (i32)s.ppu_oam[b * 4]) < (u32)height) {
+                    k = b;
+                    break;
+                }
+            }
             if (k > start) {
                 buffer = s.ppu_oam[(k - 1) * 4];
                 s.ppu_sec_oam[sec_addr] = buffer;
@@ -707,7 +729,7 @@ NESLE_DEV void ppu_line_fast(Nes& n) {
         // 65-256 evaluate the next line.
         for (u32 i = 0; i < 32; i++) s.ppu_sec_oam[i] = 0xff;
         s.ppu_eval_buffer = 0xff;
-        ppu_sprite_eval_line(s);
+        ppu_sprite_eval_line(n);
     }
     u16 skipped = 232 - s.ppu_dot;
     // One coarse X increment per skipped tile (fewer than 32: at most one wrap).
@@ -793,7 +815,7 @@ NESLE_DEV void ppu_run(Nes& n, u32 count) {
             }
             if (d == 64 && count >= 192 && line < 240) {
                 // Dots 65-256: evaluate the next line's sprites at once, then the tiles.
-                ppu_sprite_eval_line(s);
+                ppu_sprite_eval_line(n);
                 for (u32 i = 0; i < 24; i++) ppu_render_tile(n, false);
                 count -= 192;
                 continue;
@@ -1002,6 +1024,7 @@ NESLE_DEV void ppu_cpu_write(Nes& n, u16 addr, u8 v) {
         case 4:
             // Ppu::write_oam_data's `in_range_valid = false` (any write, OAM DMA included).
             n.in_range_key = 0xffff;
+            n.oam_visible_valid = false;
             ppu_write_oam_data(s, v);
             break;
         case 5:

@@ -18,3 +18,10 @@ static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-w
 // host_shim.h defines the CUDA qualifiers away for the host parity build.
 #define NESLE_FN __device__ __forceinline__
 #define NESLE_DEV __device__ __noinline__
+
+// Index of the lowest set bit of `x` (x != 0).
+#ifdef __CUDA_ARCH__
+#define nes_ctz64(x) ((u32)(__ffsll((long long)(x)) - 1))
+#else
+#define nes_ctz64(x) ((u32)__builtin_ctzll(x))
+#endif
