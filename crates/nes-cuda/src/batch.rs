@@ -63,9 +63,9 @@ impl Batch {
 
     /// `n_envs` consoles of `rom`, all in state `start` (e.g. the first frame of a level).
     pub fn with_state(rom: RomImage, n_envs: usize, config: BatchConfig, start: &FlatState) -> Result<Batch, Error> {
-        rom.check_state(start)?;
-        let gpu = Gpu::new(config.device)?;
         let packing = Packing::of(start);
+        check_packable(&rom, packing, start)?;
+        let gpu = Gpu::new(config.device)?;
         let stride = packing.stride();
         let per_env = stride + 1 + 1 + 4 + if config.pixels { PIXELS_PER_ENV } else { 0 };
         let needed = n_envs * per_env + rom.prg.len() + rom.chr.len();
@@ -202,16 +202,8 @@ impl Batch {
         Ok(out)
     }
 
-    /// `state` belongs to this ROM and has nothing where its cartridge cannot write (what the
-    /// packed device copy drops).
     fn check_packable(&self, state: &FlatState) -> Result<(), Error> {
-        self.rom.check_state(state)?;
-        if Packing::of(state) != self.packing || !self.packing.keeps_everything_of(state) {
-            return Err(Error::BadArgument(
-                "state has data in memory its cartridge cannot use (not a state of this ROM's console)".into(),
-            ));
-        }
-        Ok(())
+        check_packable(&self.rom, self.packing, state)
     }
 
     fn check_env(&self, i: usize) -> Result<(), Error> {
@@ -317,6 +309,18 @@ impl Batch {
     }
 }
 
+/// `state` belongs to `rom` and has nothing where its cartridge cannot write (what the packed
+/// device copy drops).
+fn check_packable(rom: &RomImage, packing: Packing, state: &FlatState) -> Result<(), Error> {
+    rom.check_state(state)?;
+    if Packing::of(state) != packing || !packing.keeps_everything_of(state) {
+        return Err(Error::BadArgument(
+            "state has data in memory its cartridge cannot use (not a state of this ROM's console)".into(),
+        ));
+    }
+    Ok(())
+}
+
 impl Drop for Batch {
     fn drop(&mut self) {
         // cudarc frees asynchronously: let queued kernels finish with the buffers first.
@@ -328,12 +332,29 @@ impl Drop for Batch {
 mod tests {
     use super::*;
 
-    #[test]
-    fn without_a_gpu_or_kernels_new_is_a_typed_error_not_a_panic() {
+    fn nrom() -> Vec<u8> {
         let mut rom = vec![0u8; 16 + 0x4000 + 0x2000];
         rom[0..4].copy_from_slice(b"NES\x1a");
         rom[4] = 1;
         rom[5] = 1;
+        rom
+    }
+
+    #[test]
+    fn a_state_with_data_where_its_board_cannot_write_is_refused() {
+        let image = RomImage::new(&nrom()).unwrap();
+        let start = image.power_on();
+        let packing = Packing::of(&start);
+        assert!(check_packable(&image, packing, &start).is_ok());
+        let mut bad = start;
+        bad.cart_chr_ram[5] = 1; // CHR ROM board: its CHR RAM is never used
+        assert!(matches!(check_packable(&image, packing, &bad), Err(Error::BadArgument(_))));
+        assert!(matches!(Batch::with_state(image, 1, BatchConfig::default(), &bad), Err(Error::BadArgument(_))));
+    }
+
+    #[test]
+    fn without_a_gpu_or_kernels_new_is_a_typed_error_not_a_panic() {
+        let rom = nrom();
         match Batch::new(&rom, 4, BatchConfig::default()) {
             Ok(_) => {} // a GPU machine
             Err(e) => assert!(matches!(e, Error::NoKernels | Error::NoDevice(_)), "{e}"),
