@@ -312,6 +312,21 @@ NESLE_FN void ppu_draw_pixel(Nes& n, u16 x) {
 }
 
 // Rendering off: the backdrop, or the palette entry `v` points at (the palette hack).
+// ppu_blank_pixel for the next `k` dots of a visible line with rendering off: the pixels of
+// dots dot+1 ..= dot+k up to 256 (render.rs blank_pixels; neither `v` nor the palette can change
+// meanwhile).
+NESLE_FN void ppu_blank_pixels(Nes& n, u32 k) {
+    if (!ppu_drawing(n)) return;
+    const FlatState& s = *n.s;
+    u32 first = s.ppu_dot;
+    u32 end = first + k < 256 ? first + k : 256;
+    if (first >= end) return;
+    u16 index = (s.ppu_v & 0x3f00) == 0x3f00 ? s.ppu_v : 0;
+    u8 colour = ppu_palette_read(s, index);
+    u8* row = n.pixels + (u32)s.ppu_scanline * 256;
+    for (u32 x = first; x < end; x++) row[x] = colour;
+}
+
 NESLE_FN void ppu_blank_pixel(Nes& n) {
     if (!ppu_drawing(n)) return;
     const FlatState& s = *n.s;
@@ -840,6 +855,18 @@ NESLE_DEV void ppu_run(Nes& n, u32 count) {
                 count -= 5;
                 continue;
             }
+        }
+        if (line < 240 && d < 340 && !ppu_rendering(s)) {
+            // A visible line with rendering off only shows one colour on dots 1-256 (the
+            // backdrop, or the palette entry `v` points at; ppu_tick's `ppu_blank_pixel`):
+            // skip to the line's last dot, filling those pixels at once.
+            u32 k = 340 - d;
+            if (k > count) k = count;
+            ppu_blank_pixels(n, k);
+            s.ppu_dot = (u16)(d + k);
+            s.ppu_dot_clock += k;
+            count -= k;
+            continue;
         }
         if ((u16)(line - 240) <= 20 && d < 340 && (line != PPU_VBLANK_LINE || d != 0)) {
             // Lines 240-260 do nothing but set VBL at 241/1: skip to the line's last dot.

@@ -397,6 +397,17 @@ impl Ppu {
                     continue;
                 }
             }
+            if self.scanline < 240 && self.dot < 340 && !self.rendering() {
+                // A visible line with rendering off only shows one colour on dots 1-256 (the
+                // backdrop, or the palette entry `v` points at; `tick`'s `blank_pixel`):
+                // skip to the line's last dot, filling those pixels at once.
+                let k = n.min((340 - self.dot) as u32);
+                self.blank_pixels(k);
+                self.dot += k as u16;
+                self.dot_clock += k as u64;
+                n -= k;
+                continue;
+            }
             if self.scanline.wrapping_sub(240) <= 20
                 && self.dot < 340
                 && (self.scanline != VBLANK_LINE || self.dot != 0)

@@ -806,6 +806,23 @@ impl Ppu {
     /// With rendering off the PPU shows the backdrop colour, or the palette entry `v`
     /// points at when `v` is inside the palette (the "background palette hack").
     #[inline]
+    /// `blank_pixel` for the next `k` dots of a visible line with rendering off (the pixels
+    /// of dots `dot+1 ..= dot+k` up to 256; neither `v` nor the palette can change meanwhile).
+    pub(super) fn blank_pixels(&mut self, k: u32) {
+        if !self.render_pixels {
+            return;
+        }
+        let first = self.dot as usize; // pixel of dot `dot + 1`
+        let end = (self.dot as usize + k as usize).min(WIDTH);
+        if first >= end {
+            return;
+        }
+        let index = if self.v & 0x3f00 == 0x3f00 { self.v } else { 0 };
+        let colour = self.palette_read(index);
+        let row = self.scanline as usize * WIDTH;
+        self.pixels[row + first..row + end].fill(colour);
+    }
+
     pub(super) fn blank_pixel(&mut self) {
         if !self.render_pixels {
             return;

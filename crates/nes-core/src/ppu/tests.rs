@@ -633,6 +633,37 @@ fn running_dots_in_batches_matches_ticking_them_one_by_one() {
 }
 
 #[test]
+fn running_dots_with_rendering_off_in_batches_matches_ticking_them_one_by_one() {
+    // Visible lines with rendering off run in bulk (`run` skips to the line's last dot and
+    // fills the blank pixels at once): the colour is the backdrop, or the palette entry `v`
+    // points at; masks without BG and sprite bits, pixels on and off, batches of random length.
+    let mut rng = Rng(0x1405_7b7e_f767_814f);
+    const MASKS: [u8; 4] = [0x00, 0x06, 0x01, 0xe0];
+    for case in 0..8 {
+        let (mut ppu, mut cart) = warm();
+        for i in 0..32 {
+            ppu.palette[i] = rng.next() as u8 & 0x3f;
+        }
+        ppu.mask = MASKS[case % MASKS.len()];
+        ppu.v = if case % 3 == 0 { 0x3f00 | (rng.next() as u16 & 0xff) } else { rng.next() as u16 & 0x3eff };
+        ppu.render_pixels = case % 2 == 0;
+        let mut batched = ppu.clone();
+        let mut cart2 = cart.clone();
+        let mut left = 2 * 89_342u32;
+        while left > 0 {
+            let n = (1 + rng.next() % if rng.next() & 1 != 0 { 700 } else { 20 }).min(left);
+            for _ in 0..n {
+                ppu.tick(&mut cart);
+            }
+            batched.run(n, &mut cart2);
+            left -= n;
+            assert_eq!(saved(&batched), saved(&ppu), "case {case}: at line {} dot {}", ppu.scanline, ppu.dot);
+            assert!(batched.pixels[..] == ppu.pixels[..], "case {case}: pixels at line {}", ppu.scanline);
+        }
+    }
+}
+
+#[test]
 fn status_bits_hold_for_the_predicted_dots_and_none_is_the_dot_before_vbl() {
     // The bus answers a `$2002` read without running the owed dots while fewer than
     // `dots_to_status_change` are owed: on each of those dots bits 5-7 must be as they were,
