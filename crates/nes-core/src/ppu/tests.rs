@@ -616,19 +616,25 @@ fn running_dots_in_batches_matches_ticking_them_one_by_one() {
         ppu.t = rng.next() as u16 & 0x7fff;
         ppu.x = rng.next() as u8 & 7;
         ppu.render_pixels = case % 2 == 0;
-        let mut batched = ppu.clone();
-        let mut cart2 = cart.clone();
-        let mut left = 3 * 89_342u32;
-        while left > 0 {
-            let n = (1 + rng.next() % if rng.next() & 1 != 0 { 700 } else { 20 }).min(left);
-            for _ in 0..n {
-                ppu.tick(&mut cart);
-            }
-            batched.run(n, &mut cart2);
-            left -= n;
-            assert_eq!(saved(&batched), saved(&ppu), "case {case}: at line {} dot {}", ppu.scanline, ppu.dot);
-            assert!(batched.pixels[..] == ppu.pixels[..], "case {case}: pixels at line {}", ppu.scanline);
+        batches_match_ticks(case, ppu, cart, &mut rng, 3 * 89_342);
+    }
+}
+
+/// Runs `dots` dots on two copies of `ppu`: one ticks, the other runs batches of random length
+/// (the bus's catch-up); all saved state and pixels must agree at every batch end.
+fn batches_match_ticks(case: usize, mut ppu: Ppu, mut cart: Cart, rng: &mut Rng, dots: u32) {
+    let mut batched = ppu.clone();
+    let mut cart2 = cart.clone();
+    let mut left = dots;
+    while left > 0 {
+        let n = (1 + rng.next() % if rng.next() & 1 != 0 { 700 } else { 20 }).min(left);
+        for _ in 0..n {
+            ppu.tick(&mut cart);
         }
+        batched.run(n, &mut cart2);
+        left -= n;
+        assert_eq!(saved(&batched), saved(&ppu), "case {case}: at line {} dot {}", ppu.scanline, ppu.dot);
+        assert!(batched.pixels[..] == ppu.pixels[..], "case {case}: pixels at line {}", ppu.scanline);
     }
 }
 
@@ -640,26 +646,14 @@ fn running_dots_with_rendering_off_in_batches_matches_ticking_them_one_by_one() 
     let mut rng = Rng(0x1405_7b7e_f767_814f);
     const MASKS: [u8; 4] = [0x00, 0x06, 0x01, 0xe0];
     for case in 0..8 {
-        let (mut ppu, mut cart) = warm();
+        let (mut ppu, cart) = warm();
         for i in 0..32 {
             ppu.palette[i] = rng.next() as u8 & 0x3f;
         }
         ppu.mask = MASKS[case % MASKS.len()];
         ppu.v = if case % 3 == 0 { 0x3f00 | (rng.next() as u16 & 0xff) } else { rng.next() as u16 & 0x3eff };
         ppu.render_pixels = case % 2 == 0;
-        let mut batched = ppu.clone();
-        let mut cart2 = cart.clone();
-        let mut left = 2 * 89_342u32;
-        while left > 0 {
-            let n = (1 + rng.next() % if rng.next() & 1 != 0 { 700 } else { 20 }).min(left);
-            for _ in 0..n {
-                ppu.tick(&mut cart);
-            }
-            batched.run(n, &mut cart2);
-            left -= n;
-            assert_eq!(saved(&batched), saved(&ppu), "case {case}: at line {} dot {}", ppu.scanline, ppu.dot);
-            assert!(batched.pixels[..] == ppu.pixels[..], "case {case}: pixels at line {}", ppu.scanline);
-        }
+        batches_match_ticks(case, ppu, cart, &mut rng, 2 * 89_342);
     }
 }
 
