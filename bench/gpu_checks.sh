@@ -37,8 +37,7 @@ step "pytest -m gpu"; timeout 600 python3 -m pytest -q -m gpu tests/python -p no
 step "A"; timeout 300 "$B" --envs 1,4096,16384,65536,131072 --protocols A --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-A.json" > "$OUT/bench-A.txt" 2>&1; tail -6 "$OUT/bench-A.txt"
 step "B"; timeout 300 "$B" --envs 4096,16384,65536,131072 --protocols B --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-B.json" > "$OUT/bench-B.txt" 2>&1; tail -5 "$OUT/bench-B.txt"
 step "B+pixels"; timeout 300 "$B" --envs 4096,65536 --protocols B --pixels --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-Bpix.json" > "$OUT/bench-Bpix.txt" 2>&1; tail -3 "$OUT/bench-Bpix.txt"
-step "Python layer (raw batch, then make_vec)"
-timeout 300 python3 -m nesle bench --backend cuda --protocol B --envs 4096 65536 --warmup 3 --steps 20 --json "$OUT/py-raw.json" > "$OUT/py.txt" 2>&1
-timeout 300 python3 -m nesle bench --backend cuda --protocol B --envs 4096 65536 --warmup 3 --steps 20 --env --json "$OUT/py-env.json" >> "$OUT/py.txt" 2>&1
+step "Python layer (raw batch and make_vec, alternating)"
+timeout 400 python3 -m nesle bench --backend cuda --protocol B --envs 4096 65536 --warmup 3 --steps 20 --compare-env --rounds 2 --json "$OUT/py-layer.json" > "$OUT/py.txt" 2>&1
 cat "$OUT/py.txt"
 step done

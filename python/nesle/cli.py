@@ -265,6 +265,10 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--pixels", action="store_true", help="pixel output on (B+pixels)")
     bench.add_argument("--env", action="store_true",
                        help="step through the Python environment (make_vec), not the raw batch")
+    bench.add_argument("--compare-env", action="store_true",
+                       help="run each protocol on the raw batch and through make_vec, alternating "
+                            "--rounds times, and report the Python layer's cost")
+    bench.add_argument("--rounds", type=int, default=1, help="rounds of --compare-env (default 1)")
     bench.add_argument("--warmup", type=int, default=30, help="untimed steps (default 30)")
     bench.add_argument("--steps", type=int, default=200, help="timed steps (default 200)")
     bench.add_argument("--json", type=Path, help="write the rows as JSON here")

@@ -33,6 +33,21 @@ def test_the_cli_writes_json_rows(tmp_path):
     assert doc["machine"]["cores"] >= 1
 
 
+@pytest.mark.rom
+def test_compare_env_reports_the_python_layer_cost_from_both_rows(tmp_path, capsys):
+    out = tmp_path / "layer.json"
+    assert cli.main(["bench", "--protocol", "B", "--envs", "2", "--warmup", "0", "--steps", "2",
+                     "--compare-env", "--rounds", "2", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert [r["protocol"] for r in doc["rows"]] == ["B", "B/env", "B", "B/env"]
+    (layer,) = doc["python_layer"]
+    raw = max(r["env_steps_per_s"] for r in doc["rows"] if r["protocol"] == "B")
+    env = max(r["env_steps_per_s"] for r in doc["rows"] if r["protocol"] == "B/env")
+    assert (layer["raw"], layer["env"]) == (raw, env)
+    assert layer["cost"] == pytest.approx(raw / env - 1)
+    assert "Python layer (B, 2 envs)" in capsys.readouterr().out
+
+
 def test_the_cuda_backend_is_a_clear_error_without_a_gpu_build(capsys):
     assert cli.main(["bench", "--backend", "cuda", "--envs", "1", "--steps", "1"]) == 2
     assert "not available" in capsys.readouterr().err
