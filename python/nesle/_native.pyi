@@ -154,7 +154,7 @@ class CudaBatch:
     ``save_state``, ``frame_counts``, ``faults``), ``synchronize`` and DLPack exports wait for it.
 
     ``write_ram``, ``set_render``, ``reset(soft=True)`` and controller-2 buttons are applied by
-    downloading, editing and re-uploading the touched consoles' states (~23 KiB each): meant for
+    downloading, editing and re-uploading the touched consoles' states (12.6 KiB each for SMB, at most 23 KiB): meant for
     reset time, not every step. Known difference: a hard ``reset`` leaves the picture buffer as
     it was (``CpuBatch`` clears it) until the next frame is drawn.
     """
