@@ -1,9 +1,9 @@
 //! [`Batch`]: N consoles of one ROM on one GPU, stepped by the `nesle_step` kernel.
 //!
 //! Buffers stay on the device: states (one packed [`FlatState`] per env, see
-//! [`crate::packed`]), actions, the optional picture buffer, the ROM, and an optional bank of start states for masked resets. The host
-//! sees them only when asked (`states_to_host`, `ram_to_host`, ...); zero-copy consumers get
-//! raw addresses from [`Batch::device_pointers`].
+//! [`crate::packed`]), actions, the optional picture buffer, the ROM, and an optional bank of
+//! start states for masked resets. The host sees them only when asked (`states_to_host`,
+//! `ram_to_host`, ...); zero-copy consumers get raw addresses from [`Batch::device_pointers`].
 
 use crate::launch::{self, Gpu};
 use crate::packed::Packing;
