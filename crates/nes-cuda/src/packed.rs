@@ -94,10 +94,9 @@ impl Packing {
     /// Whether `state` has nothing in the regions this packing drops (what [`Packing::unpack`]
     /// assumes: a state made by nes-core for this ROM always has zeros there).
     pub fn keeps_everything_of(self, state: &FlatState) -> bool {
-        let mut bytes = [0u8; SIZE];
-        state.to_bytes(&mut bytes);
-        let kept: Vec<(usize, usize)> = self.regions().collect();
-        (0..SIZE).all(|i| bytes[i] == 0 || kept.iter().any(|&(a, b)| a <= i && i < b))
+        let mut packed = vec![0u8; self.stride()];
+        self.pack(state, &mut packed);
+        self.unpack(&packed) == *state
     }
 }
 
