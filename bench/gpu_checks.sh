@@ -9,6 +9,8 @@
 # Needs: nesle installed with kernels, the game ROMs (NESLE_ROM_DIR or the nesle cache), the
 # test ROMs (NESLE_TEST_ROMS, default ../shared/test-roms), compute-sanitizer on PATH for the
 # sanitizer steps. WU / ST (warm-up / timed steps, default 5 / 30) shorten the throughput runs.
+# PARTS (default "checks,bench,python") picks the groups: the checks (demo, parity, images,
+# sanitizers, pytest), the throughput table, the Python-layer comparison.
 set -u
 B=${1:-target/release/nesle-bench-gpu}
 OUT=${OUT:-gpu-checks}
@@ -19,6 +21,10 @@ SMB=$ROMS/super-mario-bros.nes
 export NESLE_SYNC_TIMEOUT=${NESLE_SYNC_TIMEOUT:-120}
 T0=$(date +%s)
 step() { echo "[+$(( $(date +%s) - T0 ))s] $1"; }
+PARTS=,${PARTS:-checks,bench,python},
+part() { [[ $PARTS == *,$1,* ]]; }
+
+if part checks; then
 
 step demo; timeout 120 python3 -m nesle demo --out "$OUT/mario.png" > "$OUT/demo.txt" 2>&1; tail -6 "$OUT/demo.txt"
 step "parity SMB"; timeout 120 "$B" --parity 64 --steps 40 --rom "$SMB" > "$OUT/parity-smb.txt" 2>&1; tail -1 "$OUT/parity-smb.txt"
@@ -34,10 +40,15 @@ for tool in memcheck racecheck; do
   echo "rc=$?" >> "$OUT/$tool.txt"; tail -2 "$OUT/$tool.txt"
 done
 step "pytest -m gpu"; timeout 600 python3 -m pytest -q -m gpu tests/python -p no:cacheprovider --durations=10 > "$OUT/pytest-gpu.txt" 2>&1; tail -15 "$OUT/pytest-gpu.txt"
+fi
+if part bench; then
 step "A"; timeout 300 "$B" --envs 1,4096,16384,65536,131072 --protocols A --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-A.json" > "$OUT/bench-A.txt" 2>&1; tail -6 "$OUT/bench-A.txt"
 step "B"; timeout 300 "$B" --envs 4096,16384,65536,131072 --protocols B --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-B.json" > "$OUT/bench-B.txt" 2>&1; tail -5 "$OUT/bench-B.txt"
 step "B+pixels"; timeout 300 "$B" --envs 4096,65536 --protocols B --pixels --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-Bpix.json" > "$OUT/bench-Bpix.txt" 2>&1; tail -3 "$OUT/bench-Bpix.txt"
+fi
+if part python; then
 step "Python layer (raw batch and make_vec, alternating)"
 timeout 400 python3 -m nesle bench --backend cuda --protocol B --envs 4096 65536 --warmup 3 --steps 20 --compare-env --rounds 2 --json "$OUT/py-layer.json" > "$OUT/py.txt" 2>&1
 cat "$OUT/py.txt"
+fi
 step done

@@ -381,8 +381,9 @@ NESLE_FN void ppu_render_dot(Nes& n) {
 
 // --- ppu.rs ---
 
-// Advances exactly one dot.
-NESLE_FN void ppu_tick(Nes& n) {
+// Advances exactly one dot. Out of line (58 KB of sm_90 code, run only for the spans `ppu_run`
+// cannot batch): kept out of `ppu_run`'s loop for the instruction cache (kernel-notes #19).
+NESLE_DEV void ppu_tick(Nes& n) {
     FlatState& s = *n.s;
     s.ppu_dot_clock += 1;
     if (s.ppu_dot == 339 && s.ppu_scanline == PPU_PRERENDER_LINE && s.ppu_skip_last_dot) {
@@ -463,8 +464,9 @@ NESLE_FN bool ppu_line_draws(const Nes& n) {
 // tile's columns are found once per tile (usually none) and only those are scanned per pixel,
 // in unit order: the same first-opaque-unit-wins result, without 256 bytes of local memory per
 // thread. (Collecting the 8 palette indices for one 8-byte store raised the kernel's register
-// count from 114 to 138 on sm_90, so the stores stay per byte.)
-NESLE_FN void ppu_draw_tile(Nes& n, u16 x0) {
+// count from 114 to 138 on sm_90, so the stores stay per byte.) Out of line: drawn only with
+// pixel output or near sprite 0, so `ppu_render_tile` stays small (kernel-notes #19).
+NESLE_DEV void ppu_draw_tile(Nes& n, u16 x0) {
     FlatState& s = *n.s;
     u8 mask = s.ppu_mask;
     bool left = x0 == 0;
