@@ -4,7 +4,9 @@
 //!   (--pixels: B+pixels, the 84x84 grayscale observation made on the device every step)
 //!   [--rom PATH] [--out bench-gpu.json]`: SMB from the first frame of World 1-1 in every env,
 //!   frameskip 4, 30 warm-up + 200 timed steps, device synchronized after every step;
-//!   throughput = envs x timed steps / wall seconds.
+//!   throughput = envs x timed steps / wall seconds. Every 25 timed steps the rate of those
+//!   steps goes to stderr (and to the JSON as `chunk_rates`): protocol B slows down as the
+//!   episodes diverge, and a run cut short still says how far it got.
 //! Parity: `nesle-bench-gpu --parity N [--steps S] [--frameskip F] [--press-start K]
 //!   [--rom PATH | --test-roms DIR]`: N envs of random inputs on the GPU (the first K steps: Start
 //!   at random instead); after every step every env's FlatState must equal nes-core's.
@@ -75,7 +77,7 @@ fn parse_args() -> Result<Args, String> {
             "--press-start" => a.press_start = num(val()?)?,
             "--test-roms" => a.test_roms = Some(PathBuf::from(val()?)),
             "-h" | "--help" => {
-                println!("{}", include_str!("nesle-bench-gpu.rs").lines().take(11).map(|l| l.trim_start_matches("//!")).collect::<Vec<_>>().join("\n"));
+                println!("{}", include_str!("nesle-bench-gpu.rs").lines().take_while(|l| l.starts_with("//!")).map(|l| l.trim_start_matches("//!")).collect::<Vec<_>>().join("\n"));
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument {other} (see --help)")),
@@ -93,6 +95,9 @@ fn smb_path(a: &Args) -> PathBuf {
     });
     dir.join("super-mario-bros.nes")
 }
+
+/// Timed steps per progress line.
+const CHUNK: usize = 25;
 
 /// xorshift32, seeded per env.
 struct Rng(u32);
@@ -147,9 +152,12 @@ fn bench(a: &Args) -> Result<(), String> {
             let mut actions = vec![RIGHT; n];
             // B+pixels: the 84x84 grayscale observation of every env, made on the device each step.
             let mut gray = if a.pixels { Some(batch.alloc(n * GRAY_PIXELS).map_err(|e| e.to_string())?) } else { None };
-            let mut run = |batch: &mut Batch, steps: usize| -> Result<f64, String> {
+            // Returns the wall time and the rate of every CHUNK steps.
+            let mut run = |batch: &mut Batch, steps: usize, label: &str| -> Result<(f64, Vec<f64>), String> {
                 let t = Instant::now();
-                for _ in 0..steps {
+                let mut chunk_start = Instant::now();
+                let mut chunks = Vec::new();
+                for step in 0..steps {
                     if p == 'B' {
                         for (act, rng) in actions.iter_mut().zip(rngs.iter_mut()) {
                             *act = SIMPLE_MOVEMENT[(rng.next() % 7) as usize];
@@ -160,17 +168,24 @@ fn bench(a: &Args) -> Result<(), String> {
                         batch.gray84(g).map_err(|e| e.to_string())?;
                     }
                     batch.synchronize().map_err(|e| e.to_string())?;
+                    if (step + 1) % CHUNK == 0 {
+                        let rate = (n * CHUNK) as f64 / chunk_start.elapsed().as_secs_f64();
+                        eprintln!("  {p} {n} envs, {label} steps {}-{}: {rate:.0} env-steps/s", step + 1 - CHUNK, step);
+                        chunks.push(rate);
+                        chunk_start = Instant::now();
+                    }
                 }
-                Ok(t.elapsed().as_secs_f64())
+                Ok((t.elapsed().as_secs_f64(), chunks))
             };
-            run(&mut batch, a.warmup)?;
-            let wall = run(&mut batch, a.steps)?;
+            run(&mut batch, a.warmup, "warm-up")?;
+            let (wall, chunks) = run(&mut batch, a.steps, "timed")?;
+            let chunk_rates = chunks.iter().map(|r| format!("{r:.1}")).collect::<Vec<_>>().join(", ");
             let rate = (n * a.steps) as f64 / wall;
             let faults = batch.states_to_host().map_err(|e| e.to_string())?.iter().filter(|s| s.cpu_fault != 0).count();
             println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}", p, n, a.pixels, rate, wall,
                 if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
             rows.push(format!(
-                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}}}",
+                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}]}}",
                 a.pixels, a.steps, a.warmup, a.frameskip
             ));
         }
