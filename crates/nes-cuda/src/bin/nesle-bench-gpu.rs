@@ -7,6 +7,9 @@
 //!   throughput = envs x timed steps / wall seconds. Every 25 timed steps the rate of those
 //!   steps goes to stderr (and to the JSON as `chunk_rates`): protocol B slows down as the
 //!   episodes diverge, and a run cut short still says how far it got.
+//!   `--regroup K` (experiment): every K steps the envs are put in order of SMB's game phase
+//!   (through the host: every state downloaded, sorted, uploaded), so a warp's envs tend to run
+//!   the same code; the time of the regrouping is reported apart (`regroup_s`).
 //! Parity: `nesle-bench-gpu --parity N [--steps S] [--frameskip F] [--press-start K]
 //!   [--rom PATH | --test-roms DIR]`: N envs of random inputs on the GPU (the first K steps: Start
 //!   at random instead); after every step every env's FlatState must equal nes-core's.
@@ -37,6 +40,7 @@ struct Args {
     parity_steps: usize,
     press_start: usize,
     test_roms: Option<PathBuf>,
+    regroup: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -54,6 +58,7 @@ fn parse_args() -> Result<Args, String> {
         parity_steps: 60,
         press_start: 0,
         test_roms: None,
+        regroup: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -76,6 +81,7 @@ fn parse_args() -> Result<Args, String> {
             "--parity" => a.parity = Some(num(val()?)?),
             "--press-start" => a.press_start = num(val()?)?,
             "--test-roms" => a.test_roms = Some(PathBuf::from(val()?)),
+            "--regroup" => a.regroup = num(val()?)?,
             "-h" | "--help" => {
                 println!("{}", include_str!("nesle-bench-gpu.rs").lines().take_while(|l| l.starts_with("//!")).map(|l| l.trim_start_matches("//!")).collect::<Vec<_>>().join("\n"));
                 std::process::exit(0);
@@ -152,12 +158,18 @@ fn bench(a: &Args) -> Result<(), String> {
             let mut actions = vec![RIGHT; n];
             // B+pixels: the 84x84 grayscale observation of every env, made on the device each step.
             let mut gray = if a.pixels { Some(batch.alloc(n * GRAY_PIXELS).map_err(|e| e.to_string())?) } else { None };
-            // Returns the wall time and the rate of every CHUNK steps.
-            let mut run = |batch: &mut Batch, steps: usize, label: &str| -> Result<(f64, Vec<f64>), String> {
+            // Returns the wall time, the rate of every CHUNK steps and the time spent regrouping.
+            let mut run = |batch: &mut Batch, steps: usize, label: &str| -> Result<(f64, Vec<f64>, f64), String> {
                 let t = Instant::now();
+                let mut regroup_s = 0.0;
                 let mut chunk_start = Instant::now();
                 let mut chunks = Vec::new();
                 for step in 0..steps {
+                    if a.regroup > 0 && step % a.regroup == 0 {
+                        let t = Instant::now();
+                        regroup_by_phase(batch)?;
+                        regroup_s += t.elapsed().as_secs_f64();
+                    }
                     if p == 'B' {
                         for (act, rng) in actions.iter_mut().zip(rngs.iter_mut()) {
                             *act = SIMPLE_MOVEMENT[(rng.next() % 7) as usize];
@@ -175,18 +187,24 @@ fn bench(a: &Args) -> Result<(), String> {
                         chunk_start = Instant::now();
                     }
                 }
-                Ok((t.elapsed().as_secs_f64(), chunks))
+                Ok((t.elapsed().as_secs_f64(), chunks, regroup_s))
             };
             run(&mut batch, a.warmup, "warm-up")?;
-            let (wall, chunks) = run(&mut batch, a.steps, "timed")?;
+            let (wall, chunks, regroup_s) = run(&mut batch, a.steps, "timed")?;
             let chunk_rates = chunks.iter().map(|r| format!("{r:.1}")).collect::<Vec<_>>().join(", ");
             let rate = (n * a.steps) as f64 / wall;
             let faults = batch.states_to_host().map_err(|e| e.to_string())?.iter().filter(|s| s.cpu_fault != 0).count();
-            println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}", p, n, a.pixels, rate, wall,
+            let regrouped = if a.regroup > 0 {
+                format!("  (regrouped every {} steps: {regroup_s:.3} s of it; without: {:.0} env-steps/s)", a.regroup,
+                    (n * a.steps) as f64 / (wall - regroup_s))
+            } else {
+                String::new()
+            };
+            println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}{regrouped}", p, n, a.pixels, rate, wall,
                 if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
             rows.push(format!(
-                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}]}}",
-                a.pixels, a.steps, a.warmup, a.frameskip
+                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_s\": {regroup_s:.4}}}",
+                a.pixels, a.steps, a.warmup, a.frameskip, a.regroup
             ));
         }
     }
@@ -199,6 +217,21 @@ fn bench(a: &Args) -> Result<(), String> {
     std::fs::write(&a.out, json).map_err(|e| format!("{}: {e}", a.out.display()))?;
     println!("wrote {}", a.out.display());
     Ok(())
+}
+
+/// `--regroup`: puts the envs in order of SMB's game phase (OperMode $0770, GameEngineSubroutine
+/// $000E, player float state $001D, then the position $006D/$0086), through the host and the
+/// reset bank. Which env holds which episode does not matter to the protocol (every env draws
+/// its own random actions), only which envs share a warp.
+fn regroup_by_phase(batch: &mut Batch) -> Result<(), String> {
+    let states = batch.states_to_host().map_err(|e| e.to_string())?;
+    let key = |s: &FlatState| (s.ram[0x770], s.ram[0x0e], s.ram[0x1d], s.ram[0x6d], s.ram[0x86]);
+    let mut order: Vec<usize> = (0..states.len()).collect();
+    order.sort_by_key(|&i| key(&states[i]));
+    let sorted: Vec<FlatState> = order.iter().map(|&i| states[i]).collect();
+    batch.set_bank(&sorted).map_err(|e| e.to_string())?;
+    batch.reset_masked(&vec![1; sorted.len()], None).map_err(|e| e.to_string())?;
+    batch.synchronize().map_err(|e| e.to_string())
 }
 
 /// Runs `n` envs of `rom` on the GPU and on nes-core; compares every state after each step.
