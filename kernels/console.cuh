@@ -96,6 +96,27 @@ NESLE_DEV u32 nes_skip_loop(Nes& n, u16 back, u32 max) {
     return 0;
 }
 
+// One iteration of nes_run_frame's loop: an instruction, then the idle-loop fast-forward.
+// Returns true when the frame must end early (the console faulted).
+NESLE_FN bool nes_frame_step(Nes& n, u32& steps) {
+    FlatState& s = *n.s;
+    u16 pc = s.cpu_pc;
+    cpu_step(n);
+    steps += 1;
+    // 0: a `JMP` to itself; 5: a `BEQ`/`BNE` back to a `LDA $2002; AND #m` (one test for
+    // both: 1 and 4 fall through in `nes_skip_loop`).
+    u16 back = (u16)(pc - s.cpu_pc);
+    if ((back & ~5) == 0 && !s.ppu_frame_complete)
+        steps += nes_skip_loop(n, back, steps < NES_MAX_STEPS_PER_FRAME ? NES_MAX_STEPS_PER_FRAME - steps : 0);
+    if (steps > NES_MAX_STEPS_PER_FRAME) {
+        s.cpu_fault = 2;
+        s.cpu_fault_opcode = 0;
+        s.cpu_fault_pc = s.cpu_pc;
+        return true;
+    }
+    return false;
+}
+
 // Runs until the PPU enters vertical blank (line 241, dot 1): one whole frame. The PPU and APU
 // are caught up on every exit (Console::run_frame), so the state is exact between frames.
 // Games wait for the NMI in a `JMP` to itself (SMB: a third of its cycles in play): once an
@@ -109,22 +130,25 @@ NESLE_DEV void nes_run_frame(Nes& n) {
     bus_refresh_lines(n);
     cpu_unsettle(n);
     u32 steps = 0;
-    while (!s.ppu_frame_complete) {
-        u16 pc = s.cpu_pc;
-        cpu_step(n);
-        steps += 1;
-        // 0: a `JMP` to itself; 5: a `BEQ`/`BNE` back to a `LDA $2002; AND #m` (one test for
-        // both: 1 and 4 fall through in `nes_skip_loop`).
-        u16 back = (u16)(pc - s.cpu_pc);
-        if ((back & ~5) == 0 && !s.ppu_frame_complete)
-            steps += nes_skip_loop(n, back, steps < NES_MAX_STEPS_PER_FRAME ? NES_MAX_STEPS_PER_FRAME - steps : 0);
-        if (steps > NES_MAX_STEPS_PER_FRAME) {
-            s.cpu_fault = 2;
-            s.cpu_fault_opcode = 0;
-            s.cpu_fault_pc = s.cpu_pc;
-            break;
-        }
+#if NESLE_WARP_VOTE
+    // The PC vote: the threads of a warp run the same game on different inputs, so they drift
+    // apart inside a frame and the warp then runs their instruction streams one after another.
+    // Each round only the threads at the lowest 6502 PC run an instruction; the others wait, so
+    // a thread that fell behind (took a longer branch, a loop more) catches up and the warp runs
+    // the shared code after the join once. Which thread waits changes no env's own sequence of
+    // steps, so the results are the same bit for bit; every thread of `mask` takes the same
+    // number of rounds, as the `_sync` calls need.
+    u32 mask = __activemask();
+    bool done = false;
+    while (__any_sync(mask, !done)) {
+        u32 key = done ? 0xffffffffu : s.cpu_pc;
+        if (key != __reduce_min_sync(mask, key)) continue;
+        done = nes_frame_step(n, steps) || s.ppu_frame_complete;
     }
+#else
+    while (!s.ppu_frame_complete)
+        if (nes_frame_step(n, steps)) break;
+#endif
     bus_catch_up_ppu(n);
     bus_catch_up_apu(n);
     s.ppu_frame_complete = 0;

@@ -385,34 +385,50 @@ def test_gray84_kernel_gives_the_cpu_bytes(smb_rom):
 _SOURCE_RUN = """
 import sys, numpy as np, nesle
 from nesle import _native
-rom = open(sys.argv[1], "rb").read()
-cpu, gpu = nesle.CpuBatch(rom, 8), _native.CudaBatch(rom, 8)
+rom, n = open(sys.argv[1], "rb").read(), int(sys.argv[2])
+cpu, gpu = nesle.CpuBatch(rom, n), _native.CudaBatch(rom, n)
 rng = np.random.default_rng(3)
 for t in range(30):
-    a = np.where(rng.random(8) < 0.3, nesle.BUTTON_START, 0).astype(np.uint8) if t < 20 else rng.integers(0, 256, 8, dtype=np.uint8)
+    a = np.where(rng.random(n) < 0.3, nesle.BUTTON_START, 0).astype(np.uint8) if t < 20 else rng.integers(0, 256, n, dtype=np.uint8)
     cpu.step(a, 2)
     gpu.step(a, 2)
-    assert all(gpu.save_state(i) == cpu.save_state(i) for i in range(8)), t
+    assert all(gpu.save_state(i) == cpu.save_state(i) for i in range(n)), t
 print("same")
 """
+
+
+def _source_env(**extra: str) -> dict[str, str]:
+    kernels = Path(__file__).resolve().parents[2] / "kernels"
+    nvidia = Path(torch.__file__).resolve().parent.parent / "nvidia"
+    libs = [str(p) for p in nvidia.glob("*/lib") if list(p.glob("libnvrtc.so*"))]
+    env = dict(os.environ, NESLE_KERNEL_SOURCE=str(kernels), **extra)
+    env["LD_LIBRARY_PATH"] = ":".join(libs + [env.get("LD_LIBRARY_PATH", "")])
+    return env
 
 
 def test_kernels_compiled_from_source_at_run_time_match_the_cpu(smb_rom, tmp_path):
     """NESLE_KERNEL_SOURCE: the kernels compiled by NVRTC at run time (a fresh process, so the
     embedded images are not loaded first) give the CPU's states; a broken source is a clear error."""
-    kernels = Path(__file__).resolve().parents[2] / "kernels"
-    nvidia = Path(torch.__file__).resolve().parent.parent / "nvidia"
-    libs = [str(p) for p in nvidia.glob("*/lib") if list(p.glob("libnvrtc.so*"))]
-    env = dict(os.environ, NESLE_KERNEL_SOURCE=str(kernels))
-    env["LD_LIBRARY_PATH"] = ":".join(libs + [env.get("LD_LIBRARY_PATH", "")])
+    env = _source_env()
     rom = tmp_path / "smb.nes"
     rom.write_bytes(smb_rom)
-    run = subprocess.run([sys.executable, "-c", _SOURCE_RUN, str(rom)], env=env, capture_output=True, text=True, timeout=600, check=False)
+    run = subprocess.run([sys.executable, "-c", _SOURCE_RUN, str(rom), "8"], env=env, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0 and "same" in run.stdout, run.stderr[-3000:]
 
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "nesle.cu").write_text("this is not CUDA\n")
     env["NESLE_KERNEL_SOURCE"] = str(broken)
-    run = subprocess.run([sys.executable, "-c", _SOURCE_RUN, str(rom)], env=env, capture_output=True, text=True, timeout=600, check=False)
+    run = subprocess.run([sys.executable, "-c", _SOURCE_RUN, str(rom), "8"], env=env, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode != 0 and "NVRTC failed" in run.stderr, run.stderr[-3000:]
+
+
+def test_the_pc_vote_keeps_every_env_exact(smb_rom, tmp_path):
+    """`-DNESLE_PC_VOTE=1` (sm_80+: the threads of a warp take turns by 6502 PC) changes which
+    thread waits, never what an env computes: 40 envs (a whole warp and a partial one) with
+    diverging random inputs give the CPU's states after every step."""
+    env = _source_env(NESLE_KERNEL_OPTIONS="-DNESLE_PC_VOTE=1")
+    rom = tmp_path / "smb.nes"
+    rom.write_bytes(smb_rom)
+    run = subprocess.run([sys.executable, "-c", _SOURCE_RUN, str(rom), "40"], env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0 and "same" in run.stdout, run.stderr[-3000:]
