@@ -137,11 +137,13 @@ NESLE_DEV void nes_run_frame(Nes& n) {
     // a thread that fell behind (took a longer branch, a loop more) catches up and the warp runs
     // the shared code after the join once. Which thread waits changes no env's own sequence of
     // steps, so the results are the same bit for bit; every thread of `mask` takes the same
-    // number of rounds, as the `_sync` calls need.
+    // number of rounds, as the `_sync` calls need. NESLE_PC_VOTE=2 ranks by stack depth first
+    // (the deepest subroutine returns first), then PC (crates/nes-core/examples/warp_model.rs
+    // models both).
     u32 mask = __activemask();
     bool done = false;
     while (__any_sync(mask, !done)) {
-        u32 key = done ? 0xffffffffu : s.cpu_pc;
+        u32 key = done ? 0xffffffffu : NESLE_PC_VOTE == 2 ? (u32)s.cpu_s << 16 | s.cpu_pc : s.cpu_pc;
         if (key != __reduce_min_sync(mask, key)) continue;
         done = nes_frame_step(n, steps) || s.ppu_frame_complete;
     }

@@ -1,0 +1,167 @@
+//! A host model of warp divergence under protocol B (docs/kernel-notes.md, #20): how many
+//! instruction slots a warp of 32 consoles issues for one frame, with each thread at its own
+//! instruction (`aligned`: the kernel's frame loop today, iteration k runs every thread's k-th
+//! instruction and costs one slot per distinct opcode among them) and with the PC vote
+//! (`vote`: each round runs the threads at the lowest PC, one slot per distinct opcode among
+//! them). `ideal` is the longest thread alone (a warp in lockstep); `work` the instructions of
+//! all 32 threads. A model, not a measurement: an opcode's slot stands for the whole
+//! instruction, PPU catch-up work is not counted, and the idle-loop and `$2002`-poll
+//! fast-forwards are one slot per loop (as one iteration plus the skip).
+//!
+//! ```text
+//! cargo run --release -p nes-core --example warp_model -- [WARPS] [STEP,STEP,...] [regroup]
+//! ```
+//! `regroup`: before each traced step the envs are put in order of SMB's game phase, as
+//! `nesle-bench-gpu --regroup` does (OperMode, GameEngineSubroutine, player state, position).
+//! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
+//! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
+//! listed step (default 3,30,100,200) the 4 frames of that step are traced. The ROM comes from
+//! `$NESLE_ROM_DIR` or `~/.cache/nesle/roms`.
+
+use nes_core::Console;
+use std::path::PathBuf;
+
+const SIMPLE_MOVEMENT: [u8; 7] = [0x00, 0x80, 0x81, 0x82, 0x83, 0x01, 0x40];
+const START: u8 = 0x08;
+const WARP: usize = 32;
+
+/// xorshift32, as the GPU benchmark draws its actions.
+struct Rng(u32);
+impl Rng {
+    fn next(&mut self) -> u32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 17;
+        self.0 ^= self.0 << 5;
+        self.0
+    }
+}
+
+/// One executed instruction: its address and opcode.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Slot {
+    pc: u16,
+    op: u8,
+    /// The stack pointer: lower is deeper in subroutine calls.
+    sp: u8,
+}
+
+/// Runs one frame instruction by instruction and returns them, each idle or poll loop kept
+/// once (a trace that ends in two passes of the same 1- or 3-instruction loop drops the second).
+fn traced_frame(c: &mut Console) -> Vec<Slot> {
+    let mut t: Vec<Slot> = Vec::new();
+    c.bus.ppu.frame_complete = false;
+    while !c.bus.ppu.frame_complete {
+        let pc = c.cpu.pc;
+        t.push(Slot { pc, op: c.peek(pc), sp: c.cpu.s });
+        c.step();
+        for l in [1, 3] {
+            let n = t.len();
+            if n >= 2 * l && t[n - 2 * l..n - l] == t[n - l..] {
+                t.truncate(n - l);
+            }
+        }
+    }
+    c.bus.ppu.frame_complete = false;
+    t
+}
+
+fn distinct_ops(ops: impl Iterator<Item = u8>) -> u64 {
+    let mut seen = [false; 256];
+    let mut n = 0;
+    for op in ops {
+        if !seen[op as usize] {
+            seen[op as usize] = true;
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Rounds of a vote that runs, each round, the threads whose next slot has the lowest `key`.
+fn vote_cost(traces: &[Vec<Slot>], key: impl Fn(&Slot) -> u32) -> u64 {
+    let mut at = vec![0usize; traces.len()];
+    let mut rounds = 0;
+    loop {
+        let Some(low) = traces.iter().zip(&at).filter_map(|(t, &i)| t.get(i).map(&key)).min() else { break };
+        let group: Vec<usize> = (0..traces.len()).filter(|&j| traces[j].get(at[j]).is_some_and(|s| key(s) == low)).collect();
+        rounds += distinct_ops(group.iter().map(|&j| traces[j][at[j]].op));
+        for j in group {
+            at[j] += 1;
+        }
+    }
+    rounds
+}
+
+/// Slots of one warp: work, ideal, aligned, then the votes: lowest PC; deepest stack, then
+/// lowest PC.
+fn warp_cost(traces: &[Vec<Slot>]) -> [u64; 5] {
+    let work = traces.iter().map(|t| t.len() as u64).sum();
+    let ideal = traces.iter().map(|t| t.len()).max().unwrap_or(0) as u64;
+    let aligned = (0..ideal as usize).map(|k| distinct_ops(traces.iter().filter_map(|t| t.get(k).map(|s| s.op)))).sum();
+    let vote = vote_cost(traces, |s| s.pc as u32);
+    let deep = vote_cost(traces, |s| (s.sp as u32) << 16 | s.pc as u32);
+    [work, ideal, aligned, vote, deep]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let warps: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(16);
+    let steps: Vec<usize> = args
+        .get(1)
+        .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_else(|| vec![3, 30, 100, 200]);
+    let dir = std::env::var("NESLE_ROM_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms"));
+    let rom = std::fs::read(dir.join("super-mario-bros.nes")).expect("super-mario-bros.nes (set NESLE_ROM_DIR)");
+    let mut boot = Console::new(&rom).expect("a valid ROM");
+    for frame in 0..1200 {
+        boot.set_buttons(0, if (40..42).contains(&frame) { START } else { 0 });
+        boot.run_frame();
+        if frame > 42 && boot.ram()[0x0770] == 1 && boot.ram()[0x000e] == 8 {
+            break;
+        }
+    }
+    let n = warps * WARP;
+    let mut envs: Vec<Console> = (0..n).map(|_| boot.clone()).collect();
+    let mut rngs: Vec<Rng> = (0..n).map(|i| Rng((i as u32 + 1).wrapping_mul(0x9e37_79b9) ^ 0x85eb_ca6b | 1)).collect();
+    let regroup = args.get(2).is_some_and(|a| a == "regroup");
+    let last = steps.iter().copied().max().unwrap_or(0);
+    println!("{n} envs, protocol B; slots per warp-frame (mean over warps and the step's 4 frames)");
+    println!("{:>5} {:>8} {:>8} {:>9} {:>8} {:>8} {:>13} {:>13}", "step", "work/32", "ideal", "aligned", "vote", "vote-sp", "aligned/ideal", "aligned/vote");
+    for step in 0..=last {
+        for (c, r) in envs.iter_mut().zip(rngs.iter_mut()) {
+            c.set_buttons(0, SIMPLE_MOVEMENT[(r.next() % 7) as usize]);
+        }
+        if !steps.contains(&step) {
+            for c in envs.iter_mut() {
+                c.run_frames(4);
+            }
+            continue;
+        }
+        if regroup {
+            let key = |c: &Console| {
+                let r = c.ram();
+                (r[0x770], r[0x0e], r[0x1d], r[0x6d], r[0x86])
+            };
+            envs.sort_by_key(key);
+        }
+        let mut sum = [0u64; 5];
+        for _ in 0..4 {
+            let traces: Vec<Vec<Slot>> = envs.iter_mut().map(traced_frame).collect();
+            for w in traces.chunks(WARP) {
+                for (s, v) in sum.iter_mut().zip(warp_cost(w)) {
+                    *s += v;
+                }
+            }
+        }
+        let k = (4 * warps) as f64;
+        let [work, ideal, aligned, vote, deep] = sum.map(|s| s as f64 / k);
+        println!(
+            "{step:>5} {:>8.0} {ideal:>8.0} {aligned:>9.0} {vote:>8.0} {deep:>8.0} {:>13.2} {:>13.2}",
+            work / WARP as f64,
+            aligned / ideal,
+            aligned / vote
+        );
+    }
+}
