@@ -30,6 +30,8 @@ step demo; timeout 120 python3 -m nesle demo --out "$OUT/mario.png" > "$OUT/demo
 step "parity SMB"; timeout 120 "$B" --parity 64 --steps 40 --rom "$SMB" > "$OUT/parity-smb.txt" 2>&1; tail -1 "$OUT/parity-smb.txt"
 step "parity SMB, one-frame steps, Start at random (the Python tests' boot)"
 timeout 120 "$B" --parity 64 --steps 40 --frameskip 1 --press-start 40 --rom "$SMB" > "$OUT/parity-smb-start.txt" 2>&1; tail -1 "$OUT/parity-smb-start.txt"
+step "parity SMB, envs in a new random order every step (Batch::set_order)"
+timeout 120 "$B" --parity 64 --steps 20 --regroup 1 --rom "$SMB" > "$OUT/parity-smb-order.txt" 2>&1; tail -1 "$OUT/parity-smb-order.txt"
 step "parity Tetris"; timeout 60 "$B" --parity 64 --steps 20 --rom "$ROMS/tetris.nes" > "$OUT/parity-tetris.txt" 2>&1; tail -1 "$OUT/parity-tetris.txt"
 step "parity test ROMs"; timeout 150 "$B" --parity 8 --steps 4 --test-roms "$TR" > "$OUT/parity-roms.txt" 2>&1; tail -1 "$OUT/parity-roms.txt"
 for im in sm_90 compute_75; do

@@ -223,6 +223,16 @@ NESLE_FN void nes_step_env_packed(u8* packed, u32 packing, const u8* prg, const 
     nes_convert(&local, packed, packing, true);
 }
 
+// Thread slot `t`'s share of nesle_step: env `order[t]` when the batch runs in an order of its
+// own (a permutation of the envs, e.g. grouped by game phase so a warp's envs run the same code:
+// docs/kernel-notes.md #21), else env `t`. Which thread runs an env changes nothing in it.
+NESLE_FN void nes_step_slot(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr, const u8* actions,
+                            const u32* order, u32 t, u32 frames, u8* pixels) {
+    u32 env = order ? order[t] : t;
+    u8* px = pixels ? pixels + (u64)env * 256 * 240 : nullptr;
+    nes_step_env_packed(states + (u64)env * stride, packing, prg, chr, actions[env], frames, px);
+}
+
 // Copies one packed state (`stride` bytes, a multiple of 8) 8 bytes at a time.
 NESLE_FN void nes_copy_packed(u8* dst, const u8* src, u32 stride) {
     u64* d = (u64*)dst;

@@ -4,14 +4,11 @@
 #include "types.h"
 #include "console.cuh"
 
-// The kernel's per-env body over packed states, as nesle_step runs it (launch-local copy
-// unpacked from and packed back to `states + env * stride`).
+// nesle_step's body over packed states, one thread slot after the other (launch-local copy
+// unpacked from and packed back to `states + env * stride`; `order` as in nesle_step).
 extern "C" void nesle_host_step(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr, const u8* actions,
-                                u32 n_envs, u32 frames, u8* pixels) {
-    for (u32 env = 0; env < n_envs; env++) {
-        u8* px = pixels ? pixels + (u64)env * 256 * 240 : nullptr;
-        nes_step_env_packed(states + (u64)env * stride, packing, prg, chr, actions[env], frames, px);
-    }
+                                u32 n_envs, u32 frames, u8* pixels, const u32* order) {
+    for (u32 t = 0; t < n_envs; t++) nes_step_slot(states, stride, packing, prg, chr, actions, order, t, frames, pixels);
 }
 
 extern "C" u32 nesle_host_state_size(void) { return (u32)sizeof(FlatState); }

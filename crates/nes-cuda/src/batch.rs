@@ -51,6 +51,8 @@ pub struct Batch {
     pick: CudaSlice<u32>,
     /// `picture::GrayTables`, uploaded on the first `gray84`.
     gray_tables: Option<CudaSlice<u8>>,
+    /// The order the step kernel runs the envs in (`set_order`), if not their own.
+    order: Option<CudaSlice<u32>>,
 }
 
 impl Batch {
@@ -93,7 +95,7 @@ impl Batch {
         let mask = gpu.alloc(n_envs)?;
         let pick = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         gpu.synchronize()?;
-        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None })
+        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None, order: None })
     }
 
     pub fn n_envs(&self) -> usize {
@@ -170,7 +172,23 @@ impl Batch {
     fn launch_step_drawing(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32, draw: bool) -> Result<(), Error> {
         let actions = actions.unwrap_or(&self.actions);
         let pixels = if draw { self.pixels.as_mut() } else { None };
-        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.chr, actions, self.n_envs, frames, pixels)
+        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.chr, actions, self.n_envs, frames, pixels, self.order.as_ref())
+    }
+
+    /// Runs the envs in `order` from the next step on (thread slot t steps env `order[t]`; a
+    /// permutation of `0..n_envs`), or in their own order with `None`. Envs that run the same
+    /// code (e.g. sorted by game phase) then share warps (docs/kernel-notes.md #21); which
+    /// thread runs an env changes nothing in it, so results are the same in any order.
+    pub fn set_order(&mut self, order: Option<&[u32]>) -> Result<(), Error> {
+        let Some(order) = order else {
+            self.order = None;
+            return Ok(());
+        };
+        crate::check_order(order, self.n_envs)?;
+        let mut buf = self.gpu.stream.alloc_zeros::<u32>(self.n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+        self.gpu.stream.memcpy_htod(order, &mut buf).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+        self.order = Some(buf);
+        Ok(())
     }
 
     /// Waits for all queued work.

@@ -19,6 +19,7 @@ extern "C" {
         n_envs: u32,
         frames: u32,
         pixels: *mut u8,
+        order: *const u32,
     );
     fn nesle_host_state_size() -> u32;
     fn nesle_host_gray84(pixels: *const u8, tables: *const GrayTables, out: *mut u8, n_envs: u32);
@@ -26,10 +27,18 @@ extern "C" {
 }
 
 /// Runs the host build of `nesle_step` over `states` packed as a GPU batch packs them (so the
-/// parity tests cover the packing too), then unpacks them. The caller has checked lengths and
-/// that every state belongs to `rom`.
-pub(crate) fn host_step(states: &mut [FlatState], rom: &RomImage, actions: &[u8], frames: u32, pixels: Option<&mut [u8]>) {
+/// parity tests cover the packing too), then unpacks them. The caller has checked lengths,
+/// that every state belongs to `rom` and that `order`, if given, is a permutation of the envs.
+pub(crate) fn host_step(
+    states: &mut [FlatState],
+    rom: &RomImage,
+    actions: &[u8],
+    order: Option<&[u32]>,
+    frames: u32,
+    pixels: Option<&mut [u8]>,
+) {
     debug_assert_eq!(actions.len(), states.len());
+    debug_assert!(order.is_none_or(|o| o.len() == states.len()));
     let Some(first) = states.first() else { return };
     let packing = Packing::of(first);
     let mut packed = packing.pack_all(states);
@@ -45,7 +54,8 @@ pub(crate) fn host_step(states: &mut [FlatState], rom: &RomImage, actions: &[u8]
     // as kernels/console.cuh's nes_convert reads them (packed.rs, the same regions in the same
     // order; FlatState's C twin is generated from the same field table, sizes pinned by
     // static_asserts on both sides). `actions` has n_envs bytes, `pixels` (checked by the
-    // caller) n_envs*256*240 bytes or is null, `prg`/`chr` are the ROM images the states'
+    // caller) n_envs*256*240 bytes or is null, `order` is null or a permutation of 0..n_envs
+    // (checked by the caller), `prg`/`chr` are the ROM images the states'
     // banking maps were built for (each state's maps index inside them, as Cart::load
     // validates). The C++ code does not retain any pointer after returning.
     unsafe {
@@ -59,6 +69,7 @@ pub(crate) fn host_step(states: &mut [FlatState], rom: &RomImage, actions: &[u8]
             states.len() as u32,
             frames,
             px,
+            order.map_or(std::ptr::null(), |o| o.as_ptr()),
         );
     }
     for (s, p) in states.iter_mut().zip(packing.unpack_all(&packed)) {
@@ -435,9 +446,13 @@ impl Gpu {
         n_envs: usize,
         frames: u32,
         pixels: Option<&mut CudaSlice<u8>>,
+        order: Option<&CudaSlice<u32>>,
     ) -> Result<(), Error> {
         check_len("states", states.len(), n_envs * packing.stride())?;
         check_len("actions", actions.len(), n_envs)?;
+        if let Some(o) = order {
+            check_len("order", o.len(), n_envs)?;
+        }
         if let Some(p) = &pixels {
             check_len("pixels", p.len(), n_envs * crate::PIXELS_PER_ENV)?;
         }
@@ -452,9 +467,14 @@ impl Gpu {
             Some(p) => b.arg(p),
             None => b.arg(&null),
         };
+        match order {
+            Some(o) => b.arg(o),
+            None => b.arg(&null),
+        };
         // SAFETY: the argument list matches `nesle_step` in kernels/nesle.cu: (u8*, u32, u32,
-        // const u8*, const u8*, const u8*, u32, u32, u8*), with a null u64 standing for a null
-        // pixel pointer. Lengths were checked above: states holds n_envs states packed by
+        // const u8*, const u8*, const u8*, u32, u32, u8*, const u32*), with a null u64 standing
+        // for a null pixel or order pointer. `order` holds a permutation of 0..n_envs (Batch
+        // checks it before upload), so every env is stepped once, by one thread. Lengths were checked above: states holds n_envs states packed by
         // `packing` (packed.rs, the regions kernels/console.cuh's nes_convert copies; the
         // FlatState layout is pinned by the generated header), actions n_envs bytes, pixels
         // n_envs frames; every state was validated against this ROM before upload (Cart::load

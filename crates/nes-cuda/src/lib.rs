@@ -24,6 +24,21 @@ pub use error::Error;
 pub use nes_core::flat::{FlatState, FLAT_STATE_SIZE};
 pub use rom::RomImage;
 
+/// An env order (`Batch::set_order`, `host::step_in_order`) must name every env once.
+fn check_order(order: &[u32], n_envs: usize) -> Result<(), Error> {
+    if order.len() != n_envs {
+        return Err(Error::BadArgument(format!("an order of {} entries for {n_envs} envs", order.len())));
+    }
+    let mut seen = vec![false; n_envs];
+    for &e in order {
+        match seen.get_mut(e as usize) {
+            Some(s) if !*s => *s = true,
+            _ => return Err(Error::BadArgument(format!("the order is not a permutation of the envs: {e} is out of range or repeated"))),
+        }
+    }
+    Ok(())
+}
+
 /// Picture size of the optional pixel output: 256x240 palette indices per env.
 pub const PIXELS_PER_ENV: usize = 256 * 240;
 
@@ -40,20 +55,40 @@ pub mod host {
         frames: u32,
         pixels: Option<&mut [u8]>,
     ) -> Result<(), Error> {
-        if actions.len() != states.len() {
-            return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), states.len())));
-        }
+        check_inputs(states, rom, actions)?;
         if let Some(p) = &pixels {
             if p.len() != states.len() * PIXELS_PER_ENV {
                 return Err(Error::BadArgument(format!("pixel buffer of {} bytes for {} envs", p.len(), states.len())));
             }
         }
-        for s in states.iter() {
+        launch::host_step(states, rom, actions, None, frames, pixels);
+        Ok(())
+    }
+
+    /// [`step`] with the envs run in `order` (a permutation of the env indices), as
+    /// [`crate::Batch::set_order`] makes the GPU run them: the same results as `step`.
+    pub fn step_in_order(
+        states: &mut [FlatState],
+        rom: &RomImage,
+        actions: &[u8],
+        order: &[u32],
+        frames: u32,
+    ) -> Result<(), Error> {
+        crate::check_order(order, states.len())?;
+        check_inputs(states, rom, actions)?;
+        launch::host_step(states, rom, actions, Some(order), frames, None);
+        Ok(())
+    }
+
+    fn check_inputs(states: &[FlatState], rom: &RomImage, actions: &[u8]) -> Result<(), Error> {
+        if actions.len() != states.len() {
+            return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), states.len())));
+        }
+        for s in states {
             if s.cart_prg_len as usize != rom.prg.len() || (s.cart_chr_is_ram == 0 && s.cart_chr_len as usize != rom.chr.len()) {
                 return Err(Error::BadArgument("state belongs to another ROM".into()));
             }
         }
-        launch::host_step(states, rom, actions, frames, pixels);
         Ok(())
     }
 

@@ -8,11 +8,12 @@
 //!   steps goes to stderr (and to the JSON as `chunk_rates`): protocol B slows down as the
 //!   episodes diverge, and a run cut short still says how far it got.
 //!   `--regroup K` (experiment): every K steps the envs are put in order of SMB's game phase
-//!   (through the host: every state downloaded, sorted, uploaded), so a warp's envs tend to run
-//!   the same code; the time of the regrouping is reported apart (`regroup_s`).
+//!   (`Batch::set_order` with an order sorted on the host from every env's RAM), so a warp's
+//!   envs tend to run the same code; the time of the regrouping is reported apart (`regroup_s`).
 //! Parity: `nesle-bench-gpu --parity N [--steps S] [--frameskip F] [--press-start K]
 //!   [--rom PATH | --test-roms DIR]`: N envs of random inputs on the GPU (the first K steps: Start
-//!   at random instead); after every step every env's FlatState must equal nes-core's.
+//!   at random instead); after every step every env's FlatState must equal nes-core's. With
+//!   `--regroup K` the GPU runs the envs in a new random order (`Batch::set_order`) every K steps.
 
 use nes_core::flat::{first_difference, FlatState};
 use nes_core::Console;
@@ -219,18 +220,18 @@ fn bench(a: &Args) -> Result<(), String> {
     Ok(())
 }
 
-/// `--regroup`: puts the envs in order of SMB's game phase (OperMode $0770, GameEngineSubroutine
-/// $000E, player float state $001D, then the position $006D/$0086), through the host and the
-/// reset bank. Which env holds which episode does not matter to the protocol (every env draws
-/// its own random actions), only which envs share a warp.
+/// `--regroup`: runs the envs in order of SMB's game phase (OperMode $0770,
+/// GameEngineSubroutine $000E, player float state $001D, then the position $006D/$0086),
+/// sorted on the host from every env's RAM.
 fn regroup_by_phase(batch: &mut Batch) -> Result<(), String> {
-    let states = batch.states_to_host().map_err(|e| e.to_string())?;
-    let key = |s: &FlatState| (s.ram[0x770], s.ram[0x0e], s.ram[0x1d], s.ram[0x6d], s.ram[0x86]);
-    let mut order: Vec<usize> = (0..states.len()).collect();
-    order.sort_by_key(|&i| key(&states[i]));
-    let sorted: Vec<FlatState> = order.iter().map(|&i| states[i]).collect();
-    batch.set_bank(&sorted).map_err(|e| e.to_string())?;
-    batch.reset_masked(&vec![1; sorted.len()], None).map_err(|e| e.to_string())?;
+    let ram = batch.ram_to_host().map_err(|e| e.to_string())?;
+    let key = |e: u32| {
+        let r = &ram[e as usize * 0x800..][..0x800];
+        (r[0x770], r[0x0e], r[0x1d], r[0x6d], r[0x86])
+    };
+    let mut order: Vec<u32> = (0..batch.n_envs() as u32).collect();
+    order.sort_by_key(|&e| key(e));
+    batch.set_order(Some(&order)).map_err(|e| e.to_string())?;
     batch.synchronize().map_err(|e| e.to_string())
 }
 
@@ -243,7 +244,15 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
     let mut cores: Vec<Console> = (0..n).map(|_| Console::new(rom).unwrap()).collect();
     let mut rngs: Vec<Rng> = (0..n).map(|i| Rng::new(i as u32 + 7)).collect();
     let threads = std::thread::available_parallelism().map_or(4, |p| p.get());
+    let mut shuffle = Rng::new(12345);
     for step in 0..a.parity_steps {
+        if a.regroup > 0 && step % a.regroup == 0 {
+            let mut order: Vec<u32> = (0..n as u32).collect();
+            for i in (1..n).rev() {
+                order.swap(i, shuffle.next() as usize % (i + 1));
+            }
+            batch.set_order(Some(&order)).map_err(|e| e.to_string())?;
+        }
         let actions: Vec<u8> = rngs
             .iter_mut()
             .map(|r| {
