@@ -9,10 +9,12 @@
 //! fast-forwards are one slot per loop (as one iteration plus the skip).
 //!
 //! ```text
-//! cargo run --release -p nes-core --example warp_model -- [WARPS] [STEP,STEP,...] [regroup]
+//! cargo run --release -p nes-core --example warp_model -- [WARPS] [STEP,STEP,...] [phase|count|path]
 //! ```
-//! `regroup`: before each traced step the envs are put in order of SMB's game phase, as
-//! `nesle-bench-gpu --regroup` does (OperMode, GameEngineSubroutine, player state, position).
+//! The last argument regroups the envs before each traced step: `phase` in order of SMB's game
+//! phase, as `nesle-bench-gpu --regroup` does (OperMode, GameEngineSubroutine, player state,
+//! position); `count` by the instructions of their previous frame; `path` by a hash of the
+//! previous frame's instruction addresses (the last two need no knowledge of the game).
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
 //! listed step (default 3,30,100,200) the 4 frames of that step are traced. The ROM comes from
@@ -123,32 +125,42 @@ fn main() {
         }
     }
     let n = warps * WARP;
-    let mut envs: Vec<Console> = (0..n).map(|_| boot.clone()).collect();
+    // Each env with its previous frame's instruction count and path hash (set before traced steps).
+    let mut envs: Vec<(Console, u64, u64)> = (0..n).map(|_| (boot.clone(), 0, 0)).collect();
     let mut rngs: Vec<Rng> = (0..n).map(|i| Rng((i as u32 + 1).wrapping_mul(0x9e37_79b9) ^ 0x85eb_ca6b | 1)).collect();
-    let regroup = args.get(2).is_some_and(|a| a == "regroup");
+    let regroup = args.get(2).cloned().unwrap_or_default();
     let last = steps.iter().copied().max().unwrap_or(0);
     println!("{n} envs, protocol B; slots per warp-frame (mean over warps and the step's 4 frames)");
     println!("{:>5} {:>8} {:>8} {:>9} {:>8} {:>8} {:>13} {:>13}", "step", "work/32", "ideal", "aligned", "vote", "vote-sp", "aligned/ideal", "aligned/vote");
     for step in 0..=last {
-        for (c, r) in envs.iter_mut().zip(rngs.iter_mut()) {
+        for ((c, _, _), r) in envs.iter_mut().zip(rngs.iter_mut()) {
             c.set_buttons(0, SIMPLE_MOVEMENT[(r.next() % 7) as usize]);
         }
         if !steps.contains(&step) {
-            for c in envs.iter_mut() {
-                c.run_frames(4);
+            for (c, count, path) in envs.iter_mut() {
+                c.run_frames(3);
+                if steps.contains(&(step + 1)) {
+                    let t = traced_frame(c);
+                    *count = t.len() as u64;
+                    *path = t.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, s| (h ^ s.pc as u64).wrapping_mul(0x100_0000_01b3));
+                } else {
+                    c.run_frame();
+                }
             }
             continue;
         }
-        if regroup {
-            let key = |c: &Console| {
+        match regroup.as_str() {
+            "phase" => envs.sort_by_key(|(c, _, _)| {
                 let r = c.ram();
                 (r[0x770], r[0x0e], r[0x1d], r[0x6d], r[0x86])
-            };
-            envs.sort_by_key(key);
+            }),
+            "count" => envs.sort_by_key(|e| e.1),
+            "path" => envs.sort_by_key(|e| e.2),
+            _ => {}
         }
         let mut sum = [0u64; 5];
         for _ in 0..4 {
-            let traces: Vec<Vec<Slot>> = envs.iter_mut().map(traced_frame).collect();
+            let traces: Vec<Vec<Slot>> = envs.iter_mut().map(|(c, _, _)| traced_frame(c)).collect();
             for w in traces.chunks(WARP) {
                 for (s, v) in sum.iter_mut().zip(warp_cost(w)) {
                     *s += v;
