@@ -123,13 +123,14 @@ NESLE_FN bool nes_frame_step(Nes& n, u32& steps) {
 // iteration of it leaves the CPU at rest, the following ones up to the next cycle where an
 // interrupt line may change are skipped in bulk, each counted as a step (nes-core perf #21).
 // SMB's sprite-0 wait (`LDA $2002; AND #$40; BEQ`) is skipped the same way, up to the first
-// read that could see a status bit change (#35).
-NESLE_DEV void nes_run_frame(Nes& n) {
+// read that could see a status bit change (#35). Returns the instructions it ran (the loop's
+// rounds, skipped iterations not counted): a measure of the frame's work for regrouping (#21).
+NESLE_DEV u32 nes_run_frame(Nes& n) {
     FlatState& s = *n.s;
     s.ppu_frame_complete = 0;
     bus_refresh_lines(n);
     cpu_unsettle(n);
-    u32 steps = 0;
+    u32 steps = 0, ran = 0;
 #if NESLE_WARP_VOTE
     // The PC vote: the threads of a warp run the same game on different inputs, so they drift
     // apart inside a frame and the warp then runs their instruction streams one after another.
@@ -145,27 +146,34 @@ NESLE_DEV void nes_run_frame(Nes& n) {
     while (__any_sync(mask, !done)) {
         u32 key = done ? 0xffffffffu : NESLE_PC_VOTE == 2 ? (u32)s.cpu_s << 16 | s.cpu_pc : s.cpu_pc;
         if (key != __reduce_min_sync(mask, key)) continue;
+        ran += 1;
         done = nes_frame_step(n, steps) || s.ppu_frame_complete;
     }
 #else
-    while (!s.ppu_frame_complete)
+    while (!s.ppu_frame_complete) {
+        ran += 1;
         if (nes_frame_step(n, steps)) break;
+    }
 #endif
     bus_catch_up_ppu(n);
     bus_catch_up_apu(n);
     s.ppu_frame_complete = 0;
+    return ran;
 }
 
 // One env's share of nesle_step. `pixels` (nullable) receives the last frame: run_frame starts
-// and ends in vertical blank, so the last call draws every visible dot exactly once.
-NESLE_DEV void nes_step_env(FlatState* state, const u8* prg, const u8* chr, u8 action, u32 frames, u8* pixels) {
+// and ends in vertical blank, so the last call draws every visible dot exactly once. Returns the
+// instructions of the last frame.
+NESLE_DEV u32 nes_step_env(FlatState* state, const u8* prg, const u8* chr, u8 action, u32 frames, u8* pixels) {
     Nes n;
     nes_init(n, state, prg, chr);
     state->pad_buttons[0] = action;
+    u32 ran = 0;
     for (u32 f = 0; f < frames; f++) {
         if (f + 1 == frames) n.pixels = pixels;
-        nes_run_frame(n);
+        ran = nes_run_frame(n);
     }
+    return ran;
 }
 
 // --- the launch-local mirror (docs/kernel-notes.md, "Local mirror") and the packed states ---
@@ -215,22 +223,25 @@ NESLE_FN void nes_convert(FlatState* full, u8* packed, u32 packing, bool to_pack
 }
 
 // nes_step_env on a local copy of the packed state at `packed`, packed back at the end.
-NESLE_FN void nes_step_env_packed(u8* packed, u32 packing, const u8* prg, const u8* chr, u8 action, u32 frames,
-                                  u8* pixels) {
+NESLE_FN u32 nes_step_env_packed(u8* packed, u32 packing, const u8* prg, const u8* chr, u8 action, u32 frames,
+                                 u8* pixels) {
     FlatState local;
     nes_convert(&local, packed, packing, false);
-    nes_step_env(&local, prg, chr, action, frames, pixels);
+    u32 ran = nes_step_env(&local, prg, chr, action, frames, pixels);
     nes_convert(&local, packed, packing, true);
+    return ran;
 }
 
 // Thread slot `t`'s share of nesle_step: env `order[t]` when the batch runs in an order of its
 // own (a permutation of the envs, e.g. grouped by game phase so a warp's envs run the same code:
 // docs/kernel-notes.md #21), else env `t`. Which thread runs an env changes nothing in it.
+// `ran` (nullable) receives each env's instructions in its last frame, the key to regroup by.
 NESLE_FN void nes_step_slot(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr, const u8* actions,
-                            const u32* order, u32 t, u32 frames, u8* pixels) {
+                            const u32* order, u32 t, u32 frames, u8* pixels, u32* ran) {
     u32 env = order ? order[t] : t;
     u8* px = pixels ? pixels + (u64)env * 256 * 240 : nullptr;
-    nes_step_env_packed(states + (u64)env * stride, packing, prg, chr, actions[env], frames, px);
+    u32 r = nes_step_env_packed(states + (u64)env * stride, packing, prg, chr, actions[env], frames, px);
+    if (ran) ran[env] = r;
 }
 
 // Copies one packed state (`stride` bytes, a multiple of 8) 8 bytes at a time.

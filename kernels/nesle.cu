@@ -10,12 +10,14 @@ static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time")
 
 // For each env: pad-0 buttons = actions[env], then `frames` frames. `pixels` is null or
 // n_envs * 256 * 240 palette indices, written for the last frame. `order` is null or a
-// permutation of the envs: thread slot t runs env order[t] (nes_step_slot).
+// permutation of the envs: thread slot t runs env order[t] (nes_step_slot). `ran` is null or
+// n_envs counts: each env's instructions in its last frame.
 extern "C" __global__ void nesle_step(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr,
-                                      const u8* actions, u32 n_envs, u32 frames, u8* pixels, const u32* order) {
+                                      const u8* actions, u32 n_envs, u32 frames, u8* pixels, const u32* order,
+                                      u32* ran) {
     // Grid-stride: the launch may have fewer threads than envs (launch.rs caps the blocks per SM).
     for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < n_envs; t += gridDim.x * blockDim.x)
-        nes_step_slot(states, stride, packing, prg, chr, actions, order, t, frames, pixels);
+        nes_step_slot(states, stride, packing, prg, chr, actions, order, t, frames, pixels, ran);
 }
 
 // states[env] = bank[pick[env]] where mask[env] != 0 (both packed alike). `pick` out of range

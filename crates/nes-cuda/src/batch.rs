@@ -53,6 +53,8 @@ pub struct Batch {
     gray_tables: Option<CudaSlice<u8>>,
     /// The order the step kernel runs the envs in (`set_order`), if not their own.
     order: Option<CudaSlice<u32>>,
+    /// Each env's instructions in the last frame of the last step (`instructions_to_host`).
+    ran: CudaSlice<u32>,
 }
 
 impl Batch {
@@ -69,7 +71,8 @@ impl Batch {
         check_packable(&rom, packing, start)?;
         let gpu = Gpu::new(config.device)?;
         let stride = packing.stride();
-        let per_env = stride + 1 + 1 + 4 + if config.pixels { PIXELS_PER_ENV } else { 0 };
+        // State, action, reset mask, reset pick, instruction count, order.
+        let per_env = stride + 1 + 1 + 4 + 4 + 4 + if config.pixels { PIXELS_PER_ENV } else { 0 };
         let needed = n_envs * per_env + rom.prg.len() + rom.chr.len();
         let (free, _) = gpu.memory()?;
         // Leave 5% for the driver, the module and the kernel's local memory.
@@ -94,8 +97,9 @@ impl Batch {
         let actions = gpu.alloc(n_envs)?;
         let mask = gpu.alloc(n_envs)?;
         let pick = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+        let ran = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         gpu.synchronize()?;
-        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None, order: None })
+        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None, order: None, ran })
     }
 
     pub fn n_envs(&self) -> usize {
@@ -172,7 +176,26 @@ impl Batch {
     fn launch_step_drawing(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32, draw: bool) -> Result<(), Error> {
         let actions = actions.unwrap_or(&self.actions);
         let pixels = if draw { self.pixels.as_mut() } else { None };
-        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.chr, actions, self.n_envs, frames, pixels, self.order.as_ref())
+        let order = self.order.as_ref();
+        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.chr, actions, self.n_envs, frames, pixels, order, &mut self.ran)
+    }
+
+    /// Each env's instructions in the last frame of the last step (0 before the first step): a
+    /// measure of the work its next frame will likely take, the key of [`Batch::regroup`].
+    pub fn instructions_to_host(&self) -> Result<Vec<u32>, Error> {
+        let mut out = vec![0u32; self.n_envs];
+        self.gpu.stream.memcpy_dtoh(&self.ran.slice(0..self.n_envs), &mut out).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+        Ok(out)
+    }
+
+    /// Orders the envs by their instructions in the last frame ([`Batch::set_order`]), so each
+    /// warp holds envs that did about as much work: in the warp model (docs/kernel-notes.md
+    /// #21) as good a grouping as a game's own phase bytes, and it needs no knowledge of the game.
+    pub fn regroup(&mut self) -> Result<(), Error> {
+        let ran = self.instructions_to_host()?;
+        let mut order: Vec<u32> = (0..self.n_envs as u32).collect();
+        order.sort_by_key(|&e| ran[e as usize]);
+        self.set_order(Some(&order))
     }
 
     /// Runs the envs in `order` from the next step on (thread slot t steps env `order[t]`; a

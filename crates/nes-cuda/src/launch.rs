@@ -20,6 +20,7 @@ extern "C" {
         frames: u32,
         pixels: *mut u8,
         order: *const u32,
+        ran: *mut u32,
     );
     fn nesle_host_state_size() -> u32;
     fn nesle_host_gray84(pixels: *const u8, tables: *const GrayTables, out: *mut u8, n_envs: u32);
@@ -28,7 +29,8 @@ extern "C" {
 
 /// Runs the host build of `nesle_step` over `states` packed as a GPU batch packs them (so the
 /// parity tests cover the packing too), then unpacks them. The caller has checked lengths,
-/// that every state belongs to `rom` and that `order`, if given, is a permutation of the envs.
+/// that every state belongs to `rom` and that `order`, if given, is a permutation of the envs;
+/// `ran`, if given, receives each env's instructions in its last frame.
 pub(crate) fn host_step(
     states: &mut [FlatState],
     rom: &RomImage,
@@ -36,9 +38,11 @@ pub(crate) fn host_step(
     order: Option<&[u32]>,
     frames: u32,
     pixels: Option<&mut [u8]>,
+    ran: Option<&mut [u32]>,
 ) {
     debug_assert_eq!(actions.len(), states.len());
     debug_assert!(order.is_none_or(|o| o.len() == states.len()));
+    debug_assert!(ran.as_ref().is_none_or(|r| r.len() == states.len()));
     let Some(first) = states.first() else { return };
     let packing = Packing::of(first);
     let mut packed = packing.pack_all(states);
@@ -55,7 +59,7 @@ pub(crate) fn host_step(
     // order; FlatState's C twin is generated from the same field table, sizes pinned by
     // static_asserts on both sides). `actions` has n_envs bytes, `pixels` (checked by the
     // caller) n_envs*256*240 bytes or is null, `order` is null or a permutation of 0..n_envs
-    // (checked by the caller), `prg`/`chr` are the ROM images the states'
+    // (checked by the caller), `ran` null or n_envs counts, `prg`/`chr` are the ROM images the states'
     // banking maps were built for (each state's maps index inside them, as Cart::load
     // validates). The C++ code does not retain any pointer after returning.
     unsafe {
@@ -70,6 +74,7 @@ pub(crate) fn host_step(
             frames,
             px,
             order.map_or(std::ptr::null(), |o| o.as_ptr()),
+            ran.map_or(std::ptr::null_mut(), |r| r.as_mut_ptr()),
         );
     }
     for (s, p) in states.iter_mut().zip(packing.unpack_all(&packed)) {
@@ -447,9 +452,11 @@ impl Gpu {
         frames: u32,
         pixels: Option<&mut CudaSlice<u8>>,
         order: Option<&CudaSlice<u32>>,
+        ran: &mut CudaSlice<u32>,
     ) -> Result<(), Error> {
         check_len("states", states.len(), n_envs * packing.stride())?;
         check_len("actions", actions.len(), n_envs)?;
+        check_len("ran", ran.len(), n_envs)?;
         if let Some(o) = order {
             check_len("order", o.len(), n_envs)?;
         }
@@ -471,9 +478,10 @@ impl Gpu {
             Some(o) => b.arg(o),
             None => b.arg(&null),
         };
+        b.arg(ran);
         // SAFETY: the argument list matches `nesle_step` in kernels/nesle.cu: (u8*, u32, u32,
-        // const u8*, const u8*, const u8*, u32, u32, u8*, const u32*), with a null u64 standing
-        // for a null pixel or order pointer. `order` holds a permutation of 0..n_envs (Batch
+        // const u8*, const u8*, const u8*, u32, u32, u8*, const u32*, u32*), with a null u64
+        // standing for a null pixel or order pointer; `ran` holds n_envs counts. `order` holds a permutation of 0..n_envs (Batch
         // checks it before upload), so every env is stepped once, by one thread. Lengths were checked above: states holds n_envs states packed by
         // `packing` (packed.rs, the regions kernels/console.cuh's nes_convert copies; the
         // FlatState layout is pinned by the generated header), actions n_envs bytes, pixels

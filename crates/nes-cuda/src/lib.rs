@@ -61,22 +61,27 @@ pub mod host {
                 return Err(Error::BadArgument(format!("pixel buffer of {} bytes for {} envs", p.len(), states.len())));
             }
         }
-        launch::host_step(states, rom, actions, None, frames, pixels);
+        launch::host_step(states, rom, actions, None, frames, pixels, None);
         Ok(())
     }
 
     /// [`step`] with the envs run in `order` (a permutation of the env indices), as
-    /// [`crate::Batch::set_order`] makes the GPU run them: the same results as `step`.
+    /// [`crate::Batch::set_order`] makes the GPU run them: the same results as `step`. `ran`
+    /// receives each env's instructions in its last frame ([`crate::Batch::instructions_to_host`]).
     pub fn step_in_order(
         states: &mut [FlatState],
         rom: &RomImage,
         actions: &[u8],
         order: &[u32],
         frames: u32,
+        ran: &mut [u32],
     ) -> Result<(), Error> {
         crate::check_order(order, states.len())?;
         check_inputs(states, rom, actions)?;
-        launch::host_step(states, rom, actions, Some(order), frames, None);
+        if ran.len() != states.len() {
+            return Err(Error::BadArgument(format!("{} instruction counts for {} envs", ran.len(), states.len())));
+        }
+        launch::host_step(states, rom, actions, Some(order), frames, None, Some(ran));
         Ok(())
     }
 

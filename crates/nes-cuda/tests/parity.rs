@@ -213,35 +213,45 @@ fn super_mario_bros_runs_identically_with_frameskip_4() {
 }
 
 /// `step_in_order` (the GPU's `Batch::set_order`): envs run in any order give the states of the
-/// plain step, each env its own; an order that is not a permutation is refused.
+/// plain step, each env its own, and the same instruction counts (`Batch::regroup`'s key) as in
+/// their own order; an order that is not a permutation is refused.
 #[test]
 fn an_env_order_changes_which_slot_runs_an_env_not_the_result() {
     let rom = game_rom("super-mario-bros.nes").unwrap_or_else(|e| panic!("{e}"));
     let image = RomImage::new(&rom).unwrap();
     let n = 12;
+    let identity: Vec<u32> = (0..n as u32).collect();
     let mut plain = vec![image.power_on(); n];
+    let mut in_own_order = plain.clone();
     let mut ordered = plain.clone();
+    let (mut ran_own, mut ran) = (vec![0u32; n], vec![0u32; n]);
     let mut rng = Rng(99);
     for step in 0..60 {
         let actions: Vec<u8> = (0..n).map(|e| smb_input(e, step, &mut rng)).collect();
         // A new shuffle every step (Fisher-Yates on the seeded generator).
-        let mut order: Vec<u32> = (0..n as u32).collect();
+        let mut order = identity.clone();
         for i in (1..n).rev() {
             order.swap(i, rng.next() as usize % (i + 1));
         }
         host::step(&mut plain, &image, &actions, 4, None).unwrap();
-        host::step_in_order(&mut ordered, &image, &actions, &order, 4).unwrap();
+        host::step_in_order(&mut in_own_order, &image, &actions, &identity, 4, &mut ran_own).unwrap();
+        host::step_in_order(&mut ordered, &image, &actions, &order, 4, &mut ran).unwrap();
         for e in 0..n {
-            if let Some((field, at)) = first_difference(&plain[e], &ordered[e]) {
-                panic!("step {step}, env {e} (order {order:?}): first difference in {field}[{at}]");
+            for (what, s) in [("own order", &in_own_order[e]), ("shuffled", &ordered[e])] {
+                if let Some((field, at)) = first_difference(&plain[e], s) {
+                    panic!("step {step}, env {e}, {what} (order {order:?}): first difference in {field}[{at}]");
+                }
             }
         }
+        assert_eq!(ran, ran_own, "step {step}: instruction counts depend on the order");
+        assert!(ran.iter().all(|&r| r > 0));
     }
     // The envs did diverge (otherwise the order could not matter).
     assert!((1..n).any(|e| plain[e] != plain[0]));
+    assert!(ran.iter().any(|&r| r != ran[0]));
     let actions = vec![0u8; n];
     for bad in [vec![0u32; n], (1..=n as u32).collect::<Vec<_>>(), (0..n as u32 - 1).collect()] {
-        let err = host::step_in_order(&mut ordered, &image, &actions, &bad, 1).unwrap_err();
+        let err = host::step_in_order(&mut ordered, &image, &actions, &bad, 1, &mut ran).unwrap_err();
         assert!(err.to_string().contains("order"), "{err}");
     }
 }

@@ -7,9 +7,10 @@
 //!   throughput = envs x timed steps / wall seconds. Every 25 timed steps the rate of those
 //!   steps goes to stderr (and to the JSON as `chunk_rates`): protocol B slows down as the
 //!   episodes diverge, and a run cut short still says how far it got.
-//!   `--regroup K` (experiment): every K steps the envs are put in order of SMB's game phase
-//!   (`Batch::set_order` with an order sorted on the host from every env's RAM), so a warp's
-//!   envs tend to run the same code; the time of the regrouping is reported apart (`regroup_s`).
+//!   `--regroup K` (experiment): every K steps the envs are put in order of their instructions
+//!   in the last frame (`Batch::regroup`), or with `--regroup-by phase` of SMB's game phase
+//!   (`Batch::set_order`, sorted on the host from every env's RAM), so a warp's envs tend to
+//!   run the same code; the time of the regrouping is reported apart (`regroup_s`).
 //! Parity: `nesle-bench-gpu --parity N [--steps S] [--frameskip F] [--press-start K]
 //!   [--rom PATH | --test-roms DIR]`: N envs of random inputs on the GPU (the first K steps: Start
 //!   at random instead); after every step every env's FlatState must equal nes-core's. With
@@ -42,6 +43,7 @@ struct Args {
     press_start: usize,
     test_roms: Option<PathBuf>,
     regroup: usize,
+    regroup_by_phase: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -60,6 +62,7 @@ fn parse_args() -> Result<Args, String> {
         press_start: 0,
         test_roms: None,
         regroup: 0,
+        regroup_by_phase: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -83,6 +86,13 @@ fn parse_args() -> Result<Args, String> {
             "--press-start" => a.press_start = num(val()?)?,
             "--test-roms" => a.test_roms = Some(PathBuf::from(val()?)),
             "--regroup" => a.regroup = num(val()?)?,
+            "--regroup-by" => {
+                a.regroup_by_phase = match val()?.as_str() {
+                    "phase" => true,
+                    "instructions" => false,
+                    other => return Err(format!("--regroup-by {other}: phase or instructions")),
+                }
+            }
             "-h" | "--help" => {
                 println!("{}", include_str!("nesle-bench-gpu.rs").lines().take_while(|l| l.starts_with("//!")).map(|l| l.trim_start_matches("//!")).collect::<Vec<_>>().join("\n"));
                 std::process::exit(0);
@@ -168,7 +178,12 @@ fn bench(a: &Args) -> Result<(), String> {
                 for step in 0..steps {
                     if a.regroup > 0 && step % a.regroup == 0 {
                         let t = Instant::now();
-                        regroup_by_phase(batch)?;
+                        if a.regroup_by_phase {
+                            regroup_by_phase(batch)?;
+                        } else {
+                            batch.regroup().map_err(|e| e.to_string())?;
+                            batch.synchronize().map_err(|e| e.to_string())?;
+                        }
                         regroup_s += t.elapsed().as_secs_f64();
                     }
                     if p == 'B' {
@@ -196,7 +211,8 @@ fn bench(a: &Args) -> Result<(), String> {
             let rate = (n * a.steps) as f64 / wall;
             let faults = batch.states_to_host().map_err(|e| e.to_string())?.iter().filter(|s| s.cpu_fault != 0).count();
             let regrouped = if a.regroup > 0 {
-                format!("  (regrouped every {} steps: {regroup_s:.3} s of it; without: {:.0} env-steps/s)", a.regroup,
+                format!("  (regrouped by {} every {} steps: {regroup_s:.3} s of it; without: {:.0} env-steps/s)",
+                    if a.regroup_by_phase { "phase" } else { "instructions" }, a.regroup,
                     (n * a.steps) as f64 / (wall - regroup_s))
             } else {
                 String::new()
@@ -204,8 +220,8 @@ fn bench(a: &Args) -> Result<(), String> {
             println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}{regrouped}", p, n, a.pixels, rate, wall,
                 if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
             rows.push(format!(
-                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_s\": {regroup_s:.4}}}",
-                a.pixels, a.steps, a.warmup, a.frameskip, a.regroup
+                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_s\": {regroup_s:.4}}}",
+                a.pixels, a.steps, a.warmup, a.frameskip, a.regroup, if a.regroup_by_phase { "phase" } else { "instructions" }
             ));
         }
     }
