@@ -10,7 +10,9 @@
 # test ROMs (NESLE_TEST_ROMS, default ../shared/test-roms), compute-sanitizer on PATH for the
 # sanitizer steps. WU / ST (warm-up / timed steps, default 5 / 30) shorten the throughput runs.
 # PARTS (default "checks,bench,python") picks the groups: the checks (demo, parity, images,
-# sanitizers, pytest), the throughput table, the Python-layer comparison.
+# sanitizers, pytest), the throughput table, the Python-layer comparison; "divergence" (not in
+# the default) runs protocol B with the PC votes and regrouping (docs/kernel-notes.md #20, #21):
+# ENVS_DIV envs (65536), WU_DIV + ST_DIV steps (30 + 25), kernels compiled at run time.
 set -u
 B=${1:-target/release/nesle-bench-gpu}
 OUT=${OUT:-gpu-checks}
@@ -52,5 +54,17 @@ if part python; then
 step "Python layer (raw batch and make_vec, alternating)"
 timeout 400 python3 -m nesle bench --backend cuda --protocol B --envs 4096 65536 --warmup 3 --steps 20 --compare-env --rounds 2 --json "$OUT/py-layer.json" > "$OUT/py.txt" 2>&1
 cat "$OUT/py.txt"
+fi
+if part divergence; then
+  step "divergence: PC votes x regrouping, protocol B"
+  lib=$(python3 -c "import torch, pathlib; p = pathlib.Path(torch.__file__).parent.parent / 'nvidia'; print(':'.join(str(d) for d in p.glob('*/lib') if any(d.glob('libnvrtc.so*'))))" 2>/dev/null)
+  for vote in 0 1 2; do
+    for rg in 0 10; do
+      NESLE_KERNEL_SOURCE=kernels NESLE_KERNEL_OPTIONS=-DNESLE_PC_VOTE=$vote LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        timeout 200 "$B" --envs "${ENVS_DIV:-65536}" --protocols B --warmup "${WU_DIV:-30}" --steps "${ST_DIV:-25}" --regroup $rg \
+        --rom "$SMB" --out "$OUT/div-vote$vote-regroup$rg.json" > "$OUT/div-vote$vote-regroup$rg.txt" 2>&1
+      echo "vote $vote regroup $rg: $(grep -E '^ +B ' "$OUT/div-vote$vote-regroup$rg.txt" || tail -1 "$OUT/div-vote$vote-regroup$rg.txt")"
+    done
+  done
 fi
 step done
