@@ -83,8 +83,7 @@ fn distinct_ops(ops: impl Iterator<Item = u8>) -> u64 {
 fn vote_cost(traces: &[Vec<Slot>], key: impl Fn(&Slot) -> u32) -> u64 {
     let mut at = vec![0usize; traces.len()];
     let mut rounds = 0;
-    loop {
-        let Some(low) = traces.iter().zip(&at).filter_map(|(t, &i)| t.get(i).map(&key)).min() else { break };
+    while let Some(low) = traces.iter().zip(&at).filter_map(|(t, &i)| t.get(i).map(&key)).min() {
         let group: Vec<usize> = (0..traces.len()).filter(|&j| traces[j].get(at[j]).is_some_and(|s| key(s) == low)).collect();
         rounds += distinct_ops(group.iter().map(|&j| traces[j][at[j]].op));
         for j in group {

@@ -21,6 +21,7 @@ use Mode::*;
 ///   crossing no page); 6: access.
 /// - `Ind` (JMP only): pointer fetch wraps within its page (the $xxFF bug).
 /// - `Rel`: branches: 2: R PC++ (offset); 3 if taken: R PC (d); 4 if the page changes: R (d).
+///
 /// Read-modify-write instructions add: R value, W value unchanged (d), W result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {

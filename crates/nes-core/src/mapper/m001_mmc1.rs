@@ -56,7 +56,7 @@ pub(crate) fn update(cart: &mut Cart) {
     };
     let outer = if cart.prg_len() > 0x40000 { cart.regs[1] as usize & 0x10 } else { 0 };
     let bank = (cart.regs[3] & 0x0f) as usize | outer;
-    let last = (cart.prg_len() / 0x4000).min(16).max(1) - 1;
+    let last = (cart.prg_len() / 0x4000).clamp(1, 16) - 1;
     match (control >> 2) & 3 {
         0 | 1 => set_prg_32k(cart, bank >> 1),
         2 => set_prg_16k(cart, outer, bank),
