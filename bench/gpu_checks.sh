@@ -60,11 +60,11 @@ if part divergence; then
   lib=$(python3 -c "import torch, pathlib; p = pathlib.Path(torch.__file__).parent.parent / 'nvidia'; print(':'.join(str(d) for d in p.glob('*/lib') if any(d.glob('libnvrtc.so*'))))" 2>/dev/null)
   # Most telling first, so a cut-off run still answers: base, vote, vote + regrouping, ...
   for vr in 0:0 1:0 1:10 2:10 0:10 2:0; do
-      vote=${vr%:*} rg=${vr#*:}
-      NESLE_KERNEL_SOURCE=kernels NESLE_KERNEL_OPTIONS=-DNESLE_PC_VOTE=$vote LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-        timeout 200 "$B" --envs "${ENVS_DIV:-65536}" --protocols B --warmup "${WU_DIV:-30}" --steps "${ST_DIV:-25}" --regroup $rg \
-        --rom "$SMB" --out "$OUT/div-vote$vote-regroup$rg.json" > "$OUT/div-vote$vote-regroup$rg.txt" 2>&1
-      echo "vote $vote regroup $rg: $(grep -E '^ +B ' "$OUT/div-vote$vote-regroup$rg.txt" || tail -1 "$OUT/div-vote$vote-regroup$rg.txt")"
+    vote=${vr%:*} rg=${vr#*:}
+    NESLE_KERNEL_SOURCE=kernels NESLE_KERNEL_OPTIONS=-DNESLE_PC_VOTE=$vote LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      timeout 200 "$B" --envs "${ENVS_DIV:-65536}" --protocols B --warmup "${WU_DIV:-30}" --steps "${ST_DIV:-25}" --regroup $rg \
+      --rom "$SMB" --out "$OUT/div-vote$vote-regroup$rg.json" > "$OUT/div-vote$vote-regroup$rg.txt" 2>&1
+    echo "vote $vote regroup $rg: $(grep -E '^ +B ' "$OUT/div-vote$vote-regroup$rg.txt" || tail -1 "$OUT/div-vote$vote-regroup$rg.txt")"
   done
 fi
 step done
