@@ -12,7 +12,9 @@
 # PARTS (default "checks,bench,python") picks the groups: the checks (demo, parity, images,
 # sanitizers, pytest), the throughput table, the Python-layer comparison; "divergence" (not in
 # the default) runs protocol B with the PC votes and regrouping (docs/kernel-notes.md #20, #21):
-# ENVS_DIV envs (65536), WU_DIV + ST_DIV steps (30 + 25), kernels compiled at run time.
+# ENVS_DIV envs (65536), WU_DIV + ST_DIV steps (30 + 25), kernels compiled at run time;
+# "profile" (not in the default) asks ncu for the threads active per instruction and the stall
+# reasons of one protocol B launch late in an episode (step 30) at 65,536 envs.
 set -u
 B=${1:-target/release/nesle-bench-gpu}
 OUT=${OUT:-gpu-checks}
@@ -66,5 +68,12 @@ if part divergence; then
       --rom "$SMB" --out "$OUT/div-vote$vote-regroup$rg.json" > "$OUT/div-vote$vote-regroup$rg.txt" 2>&1
     echo "vote $vote regroup $rg: $(grep -E '^ +B ' "$OUT/div-vote$vote-regroup$rg.txt" || tail -1 "$OUT/div-vote$vote-regroup$rg.txt")"
   done
+fi
+if part profile; then
+  step "ncu: one B launch at step 30, 65,536 envs"
+  timeout 400 ncu -k nesle_step --launch-skip 120 --launch-count 1 --section WarpStateStats --section LaunchStats \
+    --section Occupancy --metrics smsp__thread_inst_executed_per_inst_executed.ratio,smsp__inst_executed.sum \
+    "$B" --envs 65536 --protocols B --warmup 31 --steps 1 --rom "$SMB" > "$OUT/ncu-B.txt" 2>&1
+  grep -E "thread_inst_executed_per|inst_executed.sum|Warp Cycles Per Issued|Achieved Occupancy|Registers Per" "$OUT/ncu-B.txt"
 fi
 step done
