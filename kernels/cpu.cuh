@@ -53,17 +53,48 @@ NESLE_FN bool cpu_interrupts_at_rest(const Nes& n) {
            !(bus_irq_line(n) && (s.cpu_p & FLAG_I) == 0);
 }
 
-// Out of line, as cpu_write: inlining the interrupt sample into each of the ~40 call sites
-// made the CPU's hot code overflow the instruction cache (docs/kernel-notes.md, row 11).
-NESLE_DEV u8 cpu_read(Nes& n, u16 addr) {
+// Any read or write: the bus cycle, then the interrupt sample.
+NESLE_DEV u8 cpu_read_any(Nes& n, u16 addr) {
     u8 v = bus_read(n, addr);
     cpu_sample(n);
     return v;
 }
 
-NESLE_DEV void cpu_write(Nes& n, u16 addr, u8 v) {
+NESLE_DEV void cpu_write_any(Nes& n, u16 addr, u8 v) {
     bus_write(n, addr, v);
     cpu_sample(n);
+}
+
+// Out of line, as cpu_write: inlining the interrupt sample into each of the ~40 call sites
+// made the CPU's hot code overflow the instruction cache (docs/kernel-notes.md, row 11). Most
+// reads are PRG ROM or RAM in a cycle with nothing at its end (before `n.deadline`, which is
+// also before any DMA): that case is done here in a few instructions (bus_read's clock, byte
+// and data bus, then the sample); everything else goes to cpu_read_any (kernel-notes #22).
+NESLE_DEV u8 cpu_read(Nes& n, u16 addr) {
+    FlatState& s = *n.s;
+    u64 c = s.bus_cycles + 1;
+    if (c < n.deadline && (addr >= 0x8000 || addr < 0x2000)) {
+        s.bus_cycles = c;
+        u8 v = addr >= 0x8000 ? bus_prg_read(n, addr) : s.ram[addr & 0x7ff];
+        s.bus_open_bus = v;
+        cpu_sample(n);
+        return v;
+    }
+    return cpu_read_any(n, addr);
+}
+
+// As cpu_read: a RAM write in a cycle with nothing at its end here, the rest in cpu_write_any.
+NESLE_DEV void cpu_write(Nes& n, u16 addr, u8 v) {
+    FlatState& s = *n.s;
+    u64 c = s.bus_cycles + 1;
+    if (c < n.deadline && addr < 0x2000) {
+        s.bus_cycles = c;
+        s.bus_open_bus = v;
+        s.ram[addr & 0x7ff] = v;
+        cpu_sample(n);
+        return;
+    }
+    cpu_write_any(n, addr, v);
 }
 
 NESLE_FN u8 cpu_fetch(Nes& n) {
