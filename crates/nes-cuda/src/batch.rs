@@ -208,7 +208,11 @@ impl Batch {
             return Ok(());
         };
         crate::check_order(order, self.n_envs)?;
-        let mut buf = self.gpu.stream.alloc_zeros::<u32>(self.n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+        // One device buffer for the batch's life: regrouping every few steps reuses it.
+        let mut buf = match self.order.take() {
+            Some(buf) => buf,
+            None => self.gpu.stream.alloc_zeros::<u32>(self.n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?,
+        };
         self.gpu.stream.memcpy_htod(order, &mut buf).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         self.order = Some(buf);
         Ok(())
