@@ -70,17 +70,20 @@ NESLE_DEV void cpu_write_any(Nes& n, u16 addr, u8 v) {
 // reads are PRG ROM or RAM in a cycle with nothing at its end (before `n.deadline`, which is
 // also before any DMA): that case is done here in a few instructions (bus_read's clock, byte
 // and data bus, then the sample); everything else goes to cpu_read_any (kernel-notes #22).
-NESLE_DEV u8 cpu_read(Nes& n, u16 addr) {
+NESLE_FN bool cpu_read_common(Nes& n, u16 addr, u8& v) {
     FlatState& s = *n.s;
     u64 c = s.bus_cycles + 1;
-    if (c < n.deadline && (addr >= 0x8000 || addr < 0x2000)) {
-        s.bus_cycles = c;
-        u8 v = addr >= 0x8000 ? bus_prg_read(n, addr) : s.ram[addr & 0x7ff];
-        s.bus_open_bus = v;
-        cpu_sample(n);
-        return v;
-    }
-    return cpu_read_any(n, addr);
+    if (!(c < n.deadline && (addr >= 0x8000 || addr < 0x2000))) return false;
+    s.bus_cycles = c;
+    v = addr >= 0x8000 ? bus_prg_read(n, addr) : s.ram[addr & 0x7ff];
+    s.bus_open_bus = v;
+    cpu_sample(n);
+    return true;
+}
+
+NESLE_DEV u8 cpu_read(Nes& n, u16 addr) {
+    u8 v;
+    return cpu_read_common(n, addr, v) ? v : cpu_read_any(n, addr);
 }
 
 // As cpu_read: a RAM write in a cycle with nothing at its end here, the rest in cpu_write_any.
@@ -618,7 +621,10 @@ NESLE_FN void cpu_step(Nes& n) {
         return;
     }
     u16 pc = s.cpu_pc;
-    u8 opcode = cpu_fetch(n);
+    // The opcode fetch, once an instruction: its common case inline (no call).
+    u8 opcode;
+    if (!cpu_read_common(n, pc, opcode)) opcode = cpu_read_any(n, pc);
+    s.cpu_pc = pc + 1;
     cpu_execute(n, NESLE_OP_MN[opcode], NESLE_OP_MODE[opcode], opcode, pc);
     if (s.cpu_nmi_take || s.cpu_irq_take) cpu_interrupt(n);
 }
