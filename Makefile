@@ -14,14 +14,15 @@ install:
 	$(PYTHON) -m pip install -q $(NVCC_WHEELS)
 	$(PYTHON) -m pip install -q -e .
 
-# The whole test suite: set-up (Python package, game ROMs, CUDA compiler), Rust (unit, test
-# ROMs, games, kernel parity on the CPU, no_std build), then Python.
+# The whole test suite: set-up (CUDA compilers first, as for `install`, then the Python package
+# and the game ROMs), Rust (unit, test ROMs, games, kernel parity on the CPU, no_std build), then
+# Python.
 test: test-setup test-rust test-python test-wheel
 
 test-setup:
 	$(PYTHON) -m pip install -q --upgrade pip maturin
-	$(PYTHON) -m pip install -q -e ".[test]"
 	$(PYTHON) -m pip install -q $(NVCC_WHEELS)
+	$(PYTHON) -m pip install -q -e ".[test]"
 	$(PYTHON) -m nesle roms fetch smb tetris
 
 # The pinned CUDA compilers from PyPI (no GPU needed to compile: nvcc 13 for sm_75+, NVRTC 12.9
