@@ -65,11 +65,10 @@ NESLE_DEV void cpu_write_any(Nes& n, u16 addr, u8 v) {
     cpu_sample(n);
 }
 
-// Out of line, as cpu_write: inlining the interrupt sample into each of the ~40 call sites
-// made the CPU's hot code overflow the instruction cache (docs/kernel-notes.md, row 11). Most
-// reads are PRG ROM or RAM in a cycle with nothing at its end (before `n.deadline`, which is
-// also before any DMA): that case is done here in a few instructions (bus_read's clock, byte
-// and data bus, then the sample); everything else goes to cpu_read_any (kernel-notes #22).
+// The common read: PRG ROM or RAM in a cycle with nothing at its end (before `n.deadline`,
+// which is also before any DMA), done in a few instructions (bus_read's clock, byte and data
+// bus, then the sample). Returns false, having done nothing, for every other read
+// (kernel-notes #22; inline in cpu_read and at the opcode fetch, #24).
 NESLE_FN bool cpu_read_common(Nes& n, u16 addr, u8& v) {
     FlatState& s = *n.s;
     u64 c = s.bus_cycles + 1;
@@ -81,6 +80,8 @@ NESLE_FN bool cpu_read_common(Nes& n, u16 addr, u8& v) {
     return true;
 }
 
+// Out of line, as cpu_write: inlining the interrupt sample into each of the ~40 call sites
+// made the CPU's hot code overflow the instruction cache (docs/kernel-notes.md, row 11).
 NESLE_DEV u8 cpu_read(Nes& n, u16 addr) {
     u8 v;
     return cpu_read_common(n, addr, v) ? v : cpu_read_any(n, addr);
