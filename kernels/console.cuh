@@ -140,12 +140,15 @@ NESLE_DEV u32 nes_run_frame(Nes& n) {
     // steps, so the results are the same bit for bit; every thread of `mask` takes the same
     // number of rounds, as the `_sync` calls need. NESLE_PC_VOTE=2 ranks by stack depth first
     // (the deepest subroutine returns first), then PC (crates/nes-core/examples/warp_model.rs
-    // models both).
+    // models both). A finished thread votes the key no running thread can have, so one
+    // reduction a round both picks the threads and ends the loop.
     u32 mask = __activemask();
     bool done = false;
-    while (__any_sync(mask, !done)) {
+    for (;;) {
         u32 key = done ? 0xffffffffu : NESLE_PC_VOTE == 2 ? (u32)s.cpu_s << 16 | s.cpu_pc : s.cpu_pc;
-        if (key != __reduce_min_sync(mask, key)) continue;
+        u32 low = __reduce_min_sync(mask, key);
+        if (low == 0xffffffffu) break;
+        if (key != low) continue;
         ran += 1;
         done = nes_frame_step(n, steps) || s.ppu_frame_complete;
     }

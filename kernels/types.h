@@ -26,9 +26,13 @@ static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-w
 #define nes_ctz64(x) ((u32)__builtin_ctzll(x))
 #endif
 
-// Warp-level scheduling for nes_run_frame (kernel-notes #20), compiled in with
-// `-DNESLE_PC_VOTE=1` on sm_80 and later (`__reduce_min_sync`); elsewhere, and in the host build
-// (one env at a time), every thread simply runs its own instruction stream.
+// Warp-level scheduling for nes_run_frame (kernel-notes #20) on sm_80 and later
+// (`__reduce_min_sync`): 2, the default, ranks by stack depth then PC (measured best on protocol
+// B), 1 by PC alone, 0 turns it off. Elsewhere, and in the host build (one env at a time), every
+// thread simply runs its own instruction stream.
+#ifndef NESLE_PC_VOTE
+#define NESLE_PC_VOTE 2
+#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && defined(NESLE_PC_VOTE) && NESLE_PC_VOTE
 #define NESLE_WARP_VOTE 1
 #else
