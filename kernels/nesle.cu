@@ -12,7 +12,15 @@ static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time")
 // n_envs * 256 * 240 palette indices, written for the last frame. `order` is null or a
 // permutation of the envs: thread slot t runs env order[t] (nes_step_slot). `ran` is null or
 // n_envs counts: each env's instructions in its last frame.
-extern "C" __global__ void nesle_step(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr,
+// `-DNESLE_STEP_MIN_BLOCKS=k` asks the compiler to fit k blocks of 128 threads per SM (a register
+// cap that the run-time compile honours, unlike `--maxrregcount` on PTX; kernel-notes #25). With
+// it the step launch must keep 128 threads a block.
+#ifdef NESLE_STEP_MIN_BLOCKS
+#define NESLE_STEP_BOUNDS __launch_bounds__(128, NESLE_STEP_MIN_BLOCKS)
+#else
+#define NESLE_STEP_BOUNDS
+#endif
+extern "C" __global__ void NESLE_STEP_BOUNDS nesle_step(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr,
                                       const u8* actions, u32 n_envs, u32 frames, u8* pixels, const u32* order,
                                       u32* ran) {
     // Grid-stride: the launch may have fewer threads than envs (launch.rs caps the blocks per SM).
