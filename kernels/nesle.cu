@@ -12,10 +12,15 @@ static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time")
 // n_envs * 256 * 240 palette indices, written for the last frame. `order` is null or a
 // permutation of the envs: thread slot t runs env order[t] (nes_step_slot). `ran` is null or
 // n_envs counts: each env's instructions in its last frame.
-// `-DNESLE_STEP_MIN_BLOCKS=k` asks the compiler to fit k blocks of 128 threads per SM (a register
-// cap that the run-time compile honours, unlike `--maxrregcount` on PTX; kernel-notes #25). With
-// it the step launch must keep 128 threads a block.
-#ifdef NESLE_STEP_MIN_BLOCKS
+// Fit NESLE_STEP_MIN_BLOCKS blocks of 128 threads per SM (a register cap of 128 at 4): 65,536
+// envs then run in one wave on a 132-SM GPU instead of 1.29 and more warps hide the latency
+// (kernel-notes #25: A +44%, B +36%). `-DNESLE_STEP_MIN_BLOCKS=0` drops the bounds. Unlike
+// `--maxrregcount`, the bounds reach the PTX, so the run-time compile honours them too. The
+// step launch must keep at most 128 threads a block (launch.rs).
+#ifndef NESLE_STEP_MIN_BLOCKS
+#define NESLE_STEP_MIN_BLOCKS 4
+#endif
+#if NESLE_STEP_MIN_BLOCKS
 #define NESLE_STEP_BOUNDS __launch_bounds__(128, NESLE_STEP_MIN_BLOCKS)
 #else
 #define NESLE_STEP_BOUNDS

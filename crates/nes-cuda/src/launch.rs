@@ -129,14 +129,15 @@ use std::sync::Arc;
 /// leaving the register allocator room (the step kernel is large). See docs/kernel-notes.md.
 const BLOCK: u32 = 128;
 
-/// Threads per block of the step kernel: `NESLE_BLOCK` (a measurement knob), else [`BLOCK`].
+/// Threads per block of the step kernel: `NESLE_BLOCK` (a measurement knob, a multiple of 32 up
+/// to 128, the kernel's launch bounds), else [`BLOCK`].
 fn step_block() -> u32 {
     static B: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *B.get_or_init(|| {
         std::env::var("NESLE_BLOCK")
             .ok()
             .and_then(|v| v.parse().ok())
-            .filter(|&b: &u32| b > 0 && b <= 1024 && b % 32 == 0)
+            .filter(|&b: &u32| b > 0 && b <= BLOCK && b % 32 == 0)
             .unwrap_or(BLOCK)
     })
 }
