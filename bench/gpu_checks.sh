@@ -13,8 +13,9 @@
 # sanitizers, pytest), the throughput table, the Python-layer comparison; "divergence" (not in
 # the default) runs protocol B with the PC votes and regrouping (docs/kernel-notes.md #20, #21):
 # ENVS_DIV envs (65536), WU_DIV + ST_DIV steps (30 + 25), kernels compiled at run time;
-# "profile" (not in the default) asks ncu for the threads active per instruction and the stall
-# reasons of one protocol B launch late in an episode (step 30) at 65,536 envs.
+# "profile" (not in the default) asks ncu for the threads active per instruction, the stall
+# reasons, occupancy and cache hit rates of one protocol A and one protocol B launch late in an
+# episode (step 30) at 65,536 envs.
 set -u
 B=${1:-target/release/nesle-bench-gpu}
 OUT=${OUT:-gpu-checks}
@@ -70,10 +71,15 @@ if part divergence; then
   done
 fi
 if part profile; then
-  step "ncu: one B launch at step 30, 65,536 envs"
-  timeout 400 ncu -k nesle_step --launch-skip 120 --launch-count 1 --section WarpStateStats --section LaunchStats \
-    --section Occupancy --metrics smsp__thread_inst_executed_per_inst_executed.ratio,smsp__inst_executed.sum \
-    "$B" --envs 65536 --protocols B --warmup 31 --steps 1 --rom "$SMB" > "$OUT/ncu-B.txt" 2>&1
-  grep -E "thread_inst_executed_per|inst_executed.sum|Warp Cycles Per Issued|Achieved Occupancy|Registers Per" "$OUT/ncu-B.txt"
+  # Where a launch's time goes, lockstep (A) against diverged (B), one launch each at step 30.
+  for p in A B; do
+    step "ncu: one $p launch at step 30, 65,536 envs"
+    timeout 250 ncu -k nesle_step --launch-skip 120 --launch-count 1 --section WarpStateStats --section LaunchStats \
+      --section Occupancy --section SchedulerStats --section MemoryWorkloadAnalysis \
+      --metrics "smsp__thread_inst_executed_per_inst_executed.ratio,smsp__inst_executed.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
+      "$B" --envs 65536 --protocols $p --warmup 31 --steps 1 --rom "$SMB" > "$OUT/ncu-$p.txt" 2>&1
+    grep -q "==ERROR==" "$OUT/ncu-$p.txt" && cat "$OUT/ncu-$p.txt" | head -5
+    grep -E "thread_inst_executed_per|inst_executed.sum|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|stalled|Hit Rate|Duration|Issued Warp" "$OUT/ncu-$p.txt"
+  done
 fi
 step done
