@@ -811,6 +811,46 @@ NESLE_DEV void ppu_hblank_fast(Nes& n) {
     ppu_line_tail(n);
 }
 
+// Dots dot+1 ..= 340 of a visible line and dot 0 of the next (from a tile boundary at dots
+// 0-64) when no pixel of it matters and no board watches the PPU bus (render.rs line_whole,
+// nes-core perf-notes #38). None of the line's 32 tiles survives the prefetch at 321/329 (the
+// latches refilled, both shifter bytes reloaded by dot 337) and dot 257 copies coarse X and the
+// horizontal nametable from `t`: only the Y step at 256 and the sprite evaluation remain. When
+// the next line draws nothing either and ends in the same batch (`next_ends_here`), the
+// prefetch and the sprite patterns are dead too (that line, or the last of a chain of such
+// lines, overwrites every latch, shifter and sprite unit before anything reads them). Line 239
+// always prefetches: what it leaves stays until the pre-render line.
+NESLE_DEV void ppu_line_whole(Nes& n, bool next_ends_here) {
+    FlatState& s = *n.s;
+    for (u32 i = 0; i < 32; i++) s.ppu_sec_oam[i] = 0xff;
+    s.ppu_eval_buffer = 0xff;
+    ppu_sprite_eval_line(n);
+    ppu_increment_y(s);
+    s.ppu_dot_clock += 256 - s.ppu_dot;
+    s.ppu_dot = 256;
+    bool next_draws = ppu_drawing(n) || (s.ppu_eval_sprite0 && (s.ppu_status & STATUS_SPRITE0) == 0 &&
+                                         (s.ppu_mask & (MASK_BG | MASK_SPRITE)) == (MASK_BG | MASK_SPRITE));
+    if (!next_ends_here || next_draws || s.ppu_scanline >= 239) {
+        ppu_hblank_fast(n);
+        return;
+    }
+    // ppu_hblank_fast without its reads: the sprite units' positions and flags, which the next
+    // line's `$2002` bounds and `ppu_line_draws` read, and the prefetch's two X steps.
+    s.ppu_v = (u16)((s.ppu_v & ~0x041f) | (s.ppu_t & 0x041f));
+    s.ppu_spr_count = s.ppu_eval_count;
+    s.ppu_spr_zero = s.ppu_eval_sprite0;
+    s.ppu_oam_addr = 0;
+    for (u32 slot = 0; slot < 8; slot++) {
+        s.ppu_spr_attr[slot] = s.ppu_sec_oam[slot * 4 + 2];
+        s.ppu_spr_x[slot] = s.ppu_sec_oam[slot * 4 + 3];
+    }
+    ppu_increment_x(s);
+    ppu_increment_x(s);
+    s.ppu_dot = 0;
+    s.ppu_scanline += 1;
+    s.ppu_dot_clock += 85;
+}
+
 // --- ppu.rs: the catch-up entry points ---
 
 // Advances `count` dots, exactly as `count` calls of `ppu_tick` would (Ppu::run): the bus's
@@ -823,12 +863,19 @@ NESLE_DEV void ppu_run(Nes& n, u32 count) {
         u16 line = s.ppu_scanline;
         if (count >= 8 && (d & 7) == 0 && ppu_rendering(s) && ppu_on_render_line(s)) {
             // From any tile boundary up to dot 64 of a visible line (nes-core perf #29: the
-            // batches a `$2002` poll leaves start a few dots into the line).
-            if (((d <= 64 && line < 240 && count >= 256u - d) || (d == 8 && line == PPU_PRERENDER_LINE && count >= 248)) &&
-                !ppu_line_draws(n) && !watches) {
-                count -= 256 - d;
-                ppu_line_fast(n);
-                continue;
+            // batches a `$2002` poll leaves start a few dots into the line): the whole line
+            // when the batch holds it, else up to dot 256.
+            if (d <= 64 && !ppu_line_draws(n) && !watches) {
+                if (line < 240 && count >= 341u - d) {
+                    count -= 341 - d;
+                    ppu_line_whole(n, count >= 341);
+                    continue;
+                }
+                if ((line < 240 && count >= 256u - d) || (d == 8 && line == PPU_PRERENDER_LINE && count >= 248)) {
+                    count -= 256 - d;
+                    ppu_line_fast(n);
+                    continue;
+                }
             }
             if (d == 64 && count >= 192 && line < 240) {
                 // Dots 65-256: evaluate the next line's sprites at once, then the tiles.

@@ -355,14 +355,19 @@ impl Ppu {
         while n > 0 {
             if n >= 8 && self.dot & 7 == 0 && self.rendering() && self.on_render_line() {
                 let d = self.dot;
-                if (d <= 64 && self.scanline < 240 && n >= 256 - d as u32
-                    || d == 8 && self.scanline == PRERENDER_LINE && n >= 248)
-                    && !self.line_draws()
-                    && !cart.watches_ppu_bus()
-                {
-                    n -= 256 - d as u32;
-                    self.line_fast(cart);
-                    continue;
+                if d <= 64 && !self.line_draws() && !cart.watches_ppu_bus() {
+                    if self.scanline < 240 && n >= 341 - d as u32 {
+                        n -= 341 - d as u32;
+                        self.line_whole(cart, n >= 341);
+                        continue;
+                    }
+                    if self.scanline < 240 && n >= 256 - d as u32
+                        || d == 8 && self.scanline == PRERENDER_LINE && n >= 248
+                    {
+                        n -= 256 - d as u32;
+                        self.line_fast(cart);
+                        continue;
+                    }
                 }
                 if d == 64 && n >= 192 && self.scanline < 240 {
                     // Dots 65-256: evaluate the next line's sprites at once, then the tiles.

@@ -246,9 +246,54 @@ impl Ppu {
         }
     }
 
+    /// Dots `dot+1 ..= 340` of a visible line and dot 0 of the next (from a tile boundary at
+    /// dots 0-64) when no pixel of it matters and no board watches the PPU bus (perf-notes
+    /// #38). None of the line's 32 tiles survives the prefetch at 321/329: the latches are
+    /// refilled and both shifter bytes reloaded by dot 337, and dot 257 copies coarse X and
+    /// the horizontal nametable from `t`, so of their work only the Y step at 256 remains,
+    /// besides the sprite evaluation. When the next line draws
+    /// nothing either and ends in the same batch (`next_ends_here`), the prefetch and the
+    /// sprite patterns are dead too: that line's tiles 233-249 and its own prefetch (or, down
+    /// a chain of such lines, the last one's) overwrite every latch and shifter, and its
+    /// horizontal blank every sprite unit, before anything reads them. Line 239 always
+    /// prefetches: what it leaves stays until the pre-render line.
+    pub(super) fn line_whole(&mut self, cart: &mut Cart, next_ends_here: bool) {
+        self.sec_oam = [0xff; 32];
+        self.eval_buffer = 0xff;
+        self.sprite_eval_line();
+        self.increment_y();
+        self.dot_clock += (256 - self.dot) as u64;
+        self.dot = 256;
+        let next_draws = self.render_pixels
+            || (self.eval_sprite0
+                && self.status & STATUS_SPRITE0 == 0
+                && self.mask & (MASK_BG | MASK_SPRITE) == (MASK_BG | MASK_SPRITE));
+        if !next_ends_here || next_draws || self.scanline >= 239 {
+            self.hblank_fast(cart);
+            return;
+        }
+        // `hblank_fast` without its reads: the sprite units' positions and flags, which the
+        // next line's `$2002` bounds and `line_draws` read, and the prefetch's two X steps.
+        self.v = (self.v & !0x041f) | (self.t & 0x041f);
+        self.spr_line_dirty = true;
+        self.spr_count = self.eval_count;
+        self.spr_zero = self.eval_sprite0;
+        self.oam_addr = 0;
+        for slot in 0..8 {
+            self.spr_attr[slot] = self.sec_oam[slot * 4 + 2];
+            self.spr_x[slot] = self.sec_oam[slot * 4 + 3];
+        }
+        self.increment_x();
+        self.increment_x();
+        self.dot = 0;
+        self.scanline += 1;
+        self.dot_clock += 85;
+    }
+
     /// Dots 257-340 of a visible line and dot 0 of the next, at once, when no board watches
     /// the PPU bus: then the garbage nametable fetches and the pattern fetches of empty sprite
     /// slots (tile $FF, loaded as transparent) have no effect, and only used slots read CHR.
+    #[inline(always)] // two callers; out of line, its call cost 0.3% with pixels (perf-notes #38)
     pub(super) fn hblank_fast(&mut self, cart: &mut Cart) {
         self.v = (self.v & !0x041f) | (self.t & 0x041f);
         self.spr_line_dirty = true;

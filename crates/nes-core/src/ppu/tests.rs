@@ -591,43 +591,87 @@ fn running_dots_in_batches_matches_ticking_them_one_by_one() {
     // at every batch end.
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     for case in 0..12 {
-        let (mut ppu, mut cart) = warm();
-        for a in 0..0x2000u16 {
-            let v = if rng.next() % 3 == 0 { 0 } else { rng.next() as u8 };
-            cart.ppu_write(a, v, 0);
-        }
-        for a in 0x2000..0x2800u16 {
-            cart.ppu_write(a, rng.next() as u8, 0);
-        }
-        for i in 0..32 {
-            ppu.palette[i] = rng.next() as u8 & 0x3f;
-        }
-        for i in 0..256 {
-            ppu.oam[i] = rng.next() as u8;
-        }
-        // A few sprites (sprite 0 included) clustered on some lines for overflow and hits.
-        for s in 0..24 {
-            ppu.oam[s * 4] = (40 + (rng.next() % 40)) as u8;
-        }
-        const MASKS: [u8; 6] = [0x1e, 0x18, 0x08, 0x10, 0x1a, 0x16];
-        ppu.mask = MASKS[case % MASKS.len()];
-        ppu.ctrl = (rng.next() as u8) & (CTRL_SPRITE_16 | CTRL_BG_TABLE | CTRL_SPRITE_TABLE);
-        ppu.in_range_valid = false;
-        ppu.t = rng.next() as u16 & 0x7fff;
-        ppu.x = rng.next() as u8 & 7;
-        ppu.render_pixels = case % 2 == 0;
-        batches_match_ticks(case, ppu, cart, &mut rng, 3 * 89_342);
+        let (ppu, cart) = random_scene(&mut rng, case);
+        batches_match_ticks(case, ppu, cart, &mut rng, 3 * 89_342, 700);
     }
 }
 
+#[test]
+fn running_whole_lines_in_long_batches_matches_ticking_them_one_by_one() {
+    // Batches of up to several lines without pixel output (the catch-up at a frame's end):
+    // whole lines run at once, and a line followed by another that draws nothing skips its
+    // prefetch and sprite patterns (`line_whole`). Sprite 0 sits on some lines, so the next
+    // line sometimes draws and sometimes has already hit.
+    let mut rng = Rng(0x7f4a_7c15_9e37_79b9);
+    for case in 0..12 {
+        let (mut ppu, cart) = random_scene(&mut rng, case);
+        ppu.render_pixels = false;
+        batches_match_ticks(case, ppu, cart, &mut rng, 3 * 89_342, 3000);
+    }
+}
+
+#[test]
+fn a_line_run_whole_still_fetches_sprite_0_for_the_next_line_that_shows_it() {
+    // Sprite 0 (opaque) at OAM Y 100 shows from line 101, over an opaque background. One batch
+    // runs lines 100 and 101 whole and line 102 to dot 50: line 100 draws nothing, but its
+    // horizontal blank must still fetch sprite 0's pattern, so the hit lands on line 101 (at
+    // dot 101) as when ticking, not one line late.
+    let (mut ppu, mut cart) = scene(&[(12, 12), (13, 12), (12, 13), (13, 13)], &[(100, 100)]);
+    ppu.render_pixels = false;
+    ppu.cpu_write(0x2001, 0x1e, &mut cart);
+    run_to(&mut ppu, &mut cart, 99, 340);
+    let mut batched = ppu.clone();
+    let mut cart2 = cart.clone();
+    let n = 1 + 2 * 341 + 50;
+    for _ in 0..n {
+        ppu.tick(&mut cart);
+    }
+    batched.run(n, &mut cart2);
+    assert_eq!((ppu.scanline, ppu.dot), (102, 50));
+    assert_ne!(ppu.status & STATUS_SPRITE0, 0, "ticking hits on line 101");
+    assert_eq!(saved(&batched), saved(&ppu));
+}
+
+/// Random patterns, nametables, palette, OAM and scroll; the rendering mask by `case`; pixels
+/// on for even cases.
+fn random_scene(rng: &mut Rng, case: usize) -> (Ppu, Cart) {
+    let (mut ppu, mut cart) = warm();
+    for a in 0..0x2000u16 {
+        let v = if rng.next() % 3 == 0 { 0 } else { rng.next() as u8 };
+        cart.ppu_write(a, v, 0);
+    }
+    for a in 0x2000..0x2800u16 {
+        cart.ppu_write(a, rng.next() as u8, 0);
+    }
+    for i in 0..32 {
+        ppu.palette[i] = rng.next() as u8 & 0x3f;
+    }
+    for i in 0..256 {
+        ppu.oam[i] = rng.next() as u8;
+    }
+    // A few sprites (sprite 0 included) clustered on some lines for overflow and hits.
+    for s in 0..24 {
+        ppu.oam[s * 4] = (40 + (rng.next() % 40)) as u8;
+    }
+    const MASKS: [u8; 6] = [0x1e, 0x18, 0x08, 0x10, 0x1a, 0x16];
+    ppu.mask = MASKS[case % MASKS.len()];
+    ppu.ctrl = (rng.next() as u8) & (CTRL_SPRITE_16 | CTRL_BG_TABLE | CTRL_SPRITE_TABLE);
+    ppu.in_range_valid = false;
+    ppu.t = rng.next() as u16 & 0x7fff;
+    ppu.x = rng.next() as u8 & 7;
+    ppu.render_pixels = case % 2 == 0;
+    (ppu, cart)
+}
+
 /// Runs `dots` dots on two copies of `ppu`: one ticks, the other runs batches of random length
-/// (the bus's catch-up); all saved state and pixels must agree at every batch end.
-fn batches_match_ticks(case: usize, mut ppu: Ppu, mut cart: Cart, rng: &mut Rng, dots: u32) {
+/// (the bus's catch-up; half of them up to `longest` dots, half up to 20); all saved state and
+/// pixels must agree at every batch end.
+fn batches_match_ticks(case: usize, mut ppu: Ppu, mut cart: Cart, rng: &mut Rng, dots: u32, longest: u32) {
     let mut batched = ppu.clone();
     let mut cart2 = cart.clone();
     let mut left = dots;
     while left > 0 {
-        let n = (1 + rng.next() % if rng.next() & 1 != 0 { 700 } else { 20 }).min(left);
+        let n = (1 + rng.next() % if rng.next() & 1 != 0 { longest } else { 20 }).min(left);
         for _ in 0..n {
             ppu.tick(&mut cart);
         }
@@ -653,7 +697,7 @@ fn running_dots_with_rendering_off_in_batches_matches_ticking_them_one_by_one() 
         ppu.mask = MASKS[case % MASKS.len()];
         ppu.v = if case % 3 == 0 { 0x3f00 | (rng.next() as u16 & 0xff) } else { rng.next() as u16 & 0x3eff };
         ppu.render_pixels = case % 2 == 0;
-        batches_match_ticks(case, ppu, cart, &mut rng, 2 * 89_342);
+        batches_match_ticks(case, ppu, cart, &mut rng, 2 * 89_342, 700);
     }
 }
 
