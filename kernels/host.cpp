@@ -22,3 +22,18 @@ extern "C" void nesle_host_cpu_step(FlatState* state, const u8* prg, const u8* c
     nes_init(n, state, prg, chr);
     nes_step(n);
 }
+
+// `dots` PPU dots of one console, as the bus's catch-up runs them (`ppu_run`, in bulk where it
+// can) or, with `one_by_one`, through `ppu_tick` each: the two must leave the same state and
+// pixels (crates/nes-cuda/tests/ppu_batches.rs). `pixels` is null or one 256x240 picture.
+extern "C" void nesle_host_ppu_run(FlatState* state, const u8* prg, const u8* chr, u32 dots, u32 one_by_one,
+                                   u8* pixels) {
+    Nes n;
+    nes_init(n, state, prg, chr);
+    n.pixels = pixels;
+    if (one_by_one) {
+        for (u32 i = 0; i < dots; i++) ppu_tick(n);
+    } else {
+        ppu_run(n, dots);
+    }
+}

@@ -25,6 +25,7 @@ extern "C" {
     fn nesle_host_state_size() -> u32;
     fn nesle_host_gray84(pixels: *const u8, tables: *const GrayTables, out: *mut u8, n_envs: u32);
     fn nesle_host_cpu_step(state: *mut FlatState, prg: *const u8, chr: *const u8);
+    fn nesle_host_ppu_run(state: *mut FlatState, prg: *const u8, chr: *const u8, dots: u32, one_by_one: u32, pixels: *mut u8);
 }
 
 /// Runs the host build of `nesle_step` over `states` packed as a GPU batch packs them (so the
@@ -111,6 +112,21 @@ pub(crate) fn host_cpu_step(state: &mut FlatState, rom: &RomImage) {
     unsafe { nesle_host_cpu_step(state, rom.prg.as_ptr(), chr) }
 }
 
+/// `dots` PPU dots of one console through the host build's catch-up (`ppu_run`) or, with
+/// `one_by_one`, dot by dot (`ppu_tick`).
+pub(crate) fn host_ppu_run(state: &mut FlatState, rom: &RomImage, dots: u32, one_by_one: bool, pixels: Option<&mut [u8]>) {
+    let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
+    let px = match pixels {
+        Some(p) => {
+            assert_eq!(p.len(), PIXELS_PER_ENV, "checked by the caller");
+            p.as_mut_ptr()
+        }
+        None => std::ptr::null_mut(),
+    };
+    // SAFETY: as in `host_step`, for one unpacked state (the caller checked it belongs to
+    // `rom`); `pixels` is null or one 256x240 picture, the only range the C++ code writes.
+    unsafe { nesle_host_ppu_run(state, rom.prg.as_ptr(), chr, dots, one_by_one as u32, px) }
+}
 // ---------------------------------------------------------------------------------------------
 // The GPU: the embedded kernel images, loaded and launched through cudarc (libcuda loaded at
 // run time).

@@ -85,6 +85,20 @@ pub mod host {
         Ok(())
     }
 
+    /// `dots` PPU dots of one console as the bus's catch-up runs them (in bulk where it can)
+    /// or, with `one_by_one`, dot by dot: the kernels' PPU tests compare the two. `pixels`, if
+    /// given, is one 256x240 picture that receives the dots drawn.
+    pub fn ppu_run(state: &mut FlatState, rom: &RomImage, dots: u32, one_by_one: bool, pixels: Option<&mut [u8]>) -> Result<(), Error> {
+        check_inputs(std::slice::from_ref(state), rom, &[0])?;
+        if let Some(p) = &pixels {
+            if p.len() != PIXELS_PER_ENV {
+                return Err(Error::BadArgument(format!("pixel buffer of {} bytes for one env", p.len())));
+            }
+        }
+        launch::host_ppu_run(state, rom, dots, one_by_one, pixels);
+        Ok(())
+    }
+
     fn check_inputs(states: &[FlatState], rom: &RomImage, actions: &[u8]) -> Result<(), Error> {
         if actions.len() != states.len() {
             return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), states.len())));

@@ -1,0 +1,136 @@
+//! The kernels' catch-up PPU against their own dot-by-dot PPU (host build): `ppu_run` takes
+//! tiles, horizontal blanks and whole lines at once (kernels/ppu.cuh) and must leave exactly the
+//! state and pixels that ticking the same dots one by one leaves, at every batch end. The kernel
+//! twin of nes-core's batch tests (crates/nes-core/src/ppu/tests.rs); the whole-console parity
+//! tests (parity.rs) rarely reach some of these paths' corners, such as a line run whole just
+//! above the first line of sprite 0.
+
+use nes_core::flat::{first_difference, FlatState};
+use nes_core::Console;
+use nes_cuda::{host, RomImage, PIXELS_PER_ENV};
+
+/// NROM with 16 KiB of PRG (a `JMP` to itself at every vector), 8 KiB of CHR RAM (so tests
+/// write patterns) and vertical mirroring.
+fn rom() -> Vec<u8> {
+    let mut rom = vec![0u8; 16 + 0x4000];
+    rom[0..4].copy_from_slice(b"NES\x1a");
+    rom[4] = 1;
+    rom[6] = 0x01;
+    let prg = &mut rom[16..];
+    prg[0..3].copy_from_slice(&[0x4c, 0x00, 0x80]);
+    prg[0x3ffa..].copy_from_slice(&[0x00, 0x80, 0x00, 0x80, 0x00, 0x80]);
+    rom
+}
+
+/// A console past the PPU's warm-up, in vertical blank.
+fn warm(rom: &[u8]) -> FlatState {
+    let mut c = Console::new(rom).unwrap();
+    for _ in 0..3 {
+        c.run_frame();
+    }
+    c.to_flat()
+}
+
+/// xorshift32, as the parity tests draw their inputs.
+struct Rng(u32);
+impl Rng {
+    fn next(&mut self) -> u32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 17;
+        self.0 ^= self.0 << 5;
+        self.0
+    }
+}
+
+/// Runs `dots` dots on two copies of `state`: one ticks, the other runs batches of random
+/// length (half up to `longest` dots, half up to 20); state and pixels must agree at every
+/// batch end.
+fn batches_match_ticks(case: usize, state: &FlatState, image: &RomImage, rng: &mut Rng, dots: u32, longest: u32) {
+    let pixels = state.ppu_render_pixels != 0;
+    let (mut ticked, mut batched) = (state.clone(), state.clone());
+    let (mut pt, mut pb) = (vec![0u8; PIXELS_PER_ENV], vec![0u8; PIXELS_PER_ENV]);
+    let mut left = dots;
+    while left > 0 {
+        let n = (1 + rng.next() % if rng.next() & 1 != 0 { longest } else { 20 }).min(left);
+        host::ppu_run(&mut ticked, image, n, true, pixels.then_some(&mut pt[..])).unwrap();
+        host::ppu_run(&mut batched, image, n, false, pixels.then_some(&mut pb[..])).unwrap();
+        left -= n;
+        if let Some((field, i)) = first_difference(&ticked, &batched) {
+            let at = (ticked.ppu_scanline, ticked.ppu_dot);
+            panic!("case {case}: `{field}`[{i}] differs after a batch of {n} ending at (line, dot) {at:?}");
+        }
+        assert!(pt == pb, "case {case}: pixels differ at line {}", ticked.ppu_scanline);
+    }
+}
+
+#[test]
+fn the_catch_up_ppu_matches_ticking_dot_by_dot() {
+    // Random patterns, nametables, palette, OAM and scroll; rendering masks with and without
+    // sprites, left columns and background; pixels on and off; batches up to 3,000 dots (whole
+    // lines, chains of them, the frame-end catch-up) and short ones.
+    let rom = rom();
+    let image = RomImage::new(&rom).unwrap();
+    let base = warm(&rom);
+    let mut rng = Rng(0x2545_f491);
+    const MASKS: [u8; 6] = [0x1e, 0x18, 0x08, 0x10, 0x1a, 0x16];
+    for case in 0..12 {
+        let mut s = base.clone();
+        for b in s.cart_chr_ram.iter_mut() {
+            *b = if rng.next() % 3 == 0 { 0 } else { rng.next() as u8 };
+        }
+        for b in s.cart_ciram[..0x800].iter_mut() {
+            *b = rng.next() as u8;
+        }
+        for b in s.ppu_palette.iter_mut() {
+            *b = rng.next() as u8 & 0x3f;
+        }
+        for b in s.ppu_oam.iter_mut() {
+            *b = rng.next() as u8;
+        }
+        // A few sprites (sprite 0 included) clustered on some lines for overflow and hits.
+        for k in 0..24 {
+            s.ppu_oam[k * 4] = (40 + rng.next() % 40) as u8;
+        }
+        s.ppu_mask = MASKS[case % MASKS.len()];
+        s.ppu_ctrl = rng.next() as u8 & 0x38;
+        s.ppu_t = rng.next() as u16 & 0x7fff;
+        s.ppu_x = rng.next() as u8 & 7;
+        s.ppu_render_pixels = (case % 2 == 0) as u8;
+        batches_match_ticks(case, &s, &image, &mut rng, 3 * 89_342, if case % 3 == 0 { 700 } else { 3000 });
+    }
+}
+
+#[test]
+fn a_line_run_whole_still_fetches_sprite_0_for_the_next_line_that_shows_it() {
+    // Sprite 0 (opaque, tile 1) at OAM Y 100 shows from line 101, over an opaque background.
+    // One batch runs lines 100 and 101 whole and line 102 to dot 50: line 100 draws nothing,
+    // but its horizontal blank must still fetch sprite 0's pattern, so the hit lands on line
+    // 101 as when ticking, not one line late.
+    let rom = rom();
+    let image = RomImage::new(&rom).unwrap();
+    let mut s = warm(&rom);
+    s.cart_chr_ram[0x10..0x18].fill(0xff);
+    s.cart_chr_ram[0x18..0x20].fill(0);
+    s.cart_ciram[..0x800].fill(0);
+    for (col, row) in [(12, 12), (13, 12), (12, 13), (13, 13)] {
+        s.cart_ciram[row * 32 + col] = 1;
+    }
+    s.ppu_oam.fill(0xff);
+    s.ppu_oam[..4].copy_from_slice(&[100, 1, 0, 100]);
+    s.ppu_palette[..4].copy_from_slice(&[0x0f, 0x16, 0x27, 0x30]);
+    s.ppu_ctrl = 0;
+    s.ppu_t = 0;
+    s.ppu_x = 0;
+    s.ppu_mask = 0x1e;
+    s.ppu_render_pixels = 0;
+    while (s.ppu_scanline, s.ppu_dot) != (99, 340) {
+        host::ppu_run(&mut s, &image, 1, true, None).unwrap();
+    }
+    let (mut ticked, mut batched) = (s.clone(), s);
+    let n = 1 + 2 * 341 + 50;
+    host::ppu_run(&mut ticked, &image, n, true, None).unwrap();
+    host::ppu_run(&mut batched, &image, n, false, None).unwrap();
+    assert_eq!((ticked.ppu_scanline, ticked.ppu_dot), (102, 50));
+    assert_ne!(ticked.ppu_status & 0x40, 0, "ticking hits on line 101");
+    assert_eq!(first_difference(&ticked, &batched), None);
+}
