@@ -11,6 +11,8 @@
 //! ```text
 //! cargo run --release -p nes-core --example warp_model -- [WARPS] [STEP,STEP,...] [phase|count|path]
 //! ```
+//! The last column, `sp-across`, runs the (stack, PC) vote over each env's 4 frames end to end,
+//! as if a launch of 4 frames let a thread start its next frame while others finish theirs.
 //! The last argument regroups the envs before each traced step: `phase` in order of SMB's game
 //! phase, as `nesle-bench-gpu --regroup` does (OperMode, GameEngineSubroutine, player state,
 //! position); `count` by the instructions of their previous frame; `path` by a hash of the
@@ -130,7 +132,10 @@ fn main() {
     let regroup = args.get(2).cloned().unwrap_or_default();
     let last = steps.iter().copied().max().unwrap_or(0);
     println!("{n} envs, protocol B; slots per warp-frame (mean over warps and the step's 4 frames)");
-    println!("{:>5} {:>8} {:>8} {:>9} {:>8} {:>8} {:>13} {:>13}", "step", "work/32", "ideal", "aligned", "vote", "vote-sp", "aligned/ideal", "aligned/vote");
+    println!(
+        "{:>5} {:>8} {:>8} {:>9} {:>8} {:>8} {:>13} {:>13} {:>9}",
+        "step", "work/32", "ideal", "aligned", "vote", "vote-sp", "aligned/ideal", "aligned/vote", "sp-across"
+    );
     for step in 0..=last {
         for ((c, _, _), r) in envs.iter_mut().zip(rngs.iter_mut()) {
             c.set_buttons(0, SIMPLE_MOVEMENT[(r.next() % 7) as usize]);
@@ -158,6 +163,8 @@ fn main() {
             _ => {}
         }
         let mut sum = [0u64; 5];
+        // Each env's 4 frames end to end: the (stack, PC) vote across the frame boundaries.
+        let mut steps_traces: Vec<Vec<Slot>> = vec![Vec::new(); n];
         for _ in 0..4 {
             let traces: Vec<Vec<Slot>> = envs.iter_mut().map(|(c, _, _)| traced_frame(c)).collect();
             for w in traces.chunks(WARP) {
@@ -165,14 +172,19 @@ fn main() {
                     *s += v;
                 }
             }
+            for (all, t) in steps_traces.iter_mut().zip(traces) {
+                all.extend(t);
+            }
         }
+        let across: u64 = steps_traces.chunks(WARP).map(|w| vote_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32)).sum();
         let k = (4 * warps) as f64;
         let [work, ideal, aligned, vote, deep] = sum.map(|s| s as f64 / k);
         println!(
-            "{step:>5} {:>8.0} {ideal:>8.0} {aligned:>9.0} {vote:>8.0} {deep:>8.0} {:>13.2} {:>13.2}",
+            "{step:>5} {:>8.0} {ideal:>8.0} {aligned:>9.0} {vote:>8.0} {deep:>8.0} {:>13.2} {:>13.2} {:>9.0}",
             work / WARP as f64,
             aligned / ideal,
-            aligned / vote
+            aligned / vote,
+            across as f64 / k
         );
     }
 }
