@@ -456,6 +456,16 @@ NESLE_FN bool ppu_line_draws(const Nes& n) {
                               (s.ppu_mask & (MASK_BG | MASK_SPRITE)) == (MASK_BG | MASK_SPRITE));
 }
 
+// 8 bytes at `p`: one store on the GPU, where tiles start at multiples of 8 in an aligned
+// allocation; any alignment on the host, whose picture buffers are plain byte vectors.
+NESLE_FN void nes_store8(u8* p, u64 v) {
+#ifdef __CUDA_ARCH__
+    *(u64*)p = v;
+#else
+    __builtin_memcpy(p, &v, 8);
+#endif
+}
+
 // The 8 pixels x0 ..= x0+7 of a tile (render.rs draw_tile), from the shifters as they are after
 // the tile's first dot (shift, then reload): pixel x0+i is bit 15 - fine_x - i of each register,
 // since the 7 shifts still to come move that bit to 15 - fine_x. The same composition as
@@ -463,8 +473,8 @@ NESLE_FN bool ppu_line_draws(const Nes& n) {
 // nes-core looks sprites up in a 256-entry line buffer; here the sprite units that overlap the
 // tile's columns are found once per tile (usually none) and only those are scanned per pixel,
 // in unit order: the same first-opaque-unit-wins result, without 256 bytes of local memory per
-// thread. (Collecting the 8 palette indices for one 8-byte store raised the kernel's register
-// count from 114 to 138 on sm_90, so the stores stay per byte.) Out of line: drawn only with
+// thread. The 8 bytes go out as one store (this once raised the registers from 114 to 138 on
+// sm_90; the kernel's register cap now bounds that, kernel-notes #25, #28). Out of line: drawn only with
 // pixel output or near sprite 0, so `ppu_render_tile` stays small (kernel-notes #19).
 NESLE_DEV void ppu_draw_tile(Nes& n, u16 x0) {
     FlatState& s = *n.s;
@@ -490,6 +500,23 @@ NESLE_DEV void ppu_draw_tile(Nes& n, u16 x0) {
     // Entries 0-15 and sprite entries 0x11-0x1F (never a multiple of 4) need no mirroring.
     u8 grey = (mask & MASK_GREY) ? 0x30 : 0x3f;
     u8* row = draw ? n.pixels + (u32)s.ppu_scanline * 256 + x0 : nullptr;
+    u64 out = 0;  // the 8 pixels, pixel i in byte i, stored at once (kernel-notes #28)
+    u32 alo8 = alo & 0xff, ahi8 = ahi & 0xff;
+    if (!near && (alo8 == 0 || alo8 == 0xff) && (ahi8 == 0 || ahi8 == 0xff)) {
+        // No sprite here and one attribute under all 8 pixels (fine X 0, or two tiles alike):
+        // each pixel is one of the tile's 4 colours.
+        u32 base = ((ahi8 & 1) << 3) | ((alo8 & 1) << 2);
+        u64 c0 = s.ppu_palette[0] & grey, c1 = s.ppu_palette[base | 1] & grey;
+        u64 c2 = s.ppu_palette[base | 2] & grey, c3 = s.ppu_palette[base | 3] & grey;
+        NESLE_UNROLL
+        for (u32 i = 0; i < 8; i++) {
+            u32 bit = 7 - i;
+            u64 c = ((phi >> bit) & 1) ? (((plo >> bit) & 1) ? c3 : c2) : (((plo >> bit) & 1) ? c1 : c0);
+            out |= c << (8 * i);
+        }
+        nes_store8(row, out);
+        return;
+    }
     for (u32 i = 0; i < 8; i++) {
         u32 bit = 7 - i;
         u32 p = (((phi >> bit) & 1) << 1) | ((plo >> bit) & 1);
@@ -511,8 +538,9 @@ NESLE_DEV void ppu_draw_tile(Nes& n, u16 x0) {
                 }
             }
         }
-        if (draw) row[i] = s.ppu_palette[index] & grey;
+        out |= (u64)(s.ppu_palette[index] & grey) << (8 * i);
     }
+    if (draw) nes_store8(row, out);
 }
 
 // Dots dot+1 ..= dot+8 at once, the 8 dots of one background tile (dot+1 is 1 on a visible
