@@ -563,15 +563,25 @@ NESLE_DEV void ppu_render_tile(Nes& n, bool eval) {
                                                (s.ppu_mask & (MASK_BG | MASK_SPRITE)) == (MASK_BG | MASK_SPRITE) &&
                                                (u16)s.ppu_spr_x[0] <= d0 + 6 && d0 - 1 <= (u16)s.ppu_spr_x[0] + 7));
     if (draw) ppu_draw_tile(n, d0 - 1);
-    // Fetches of dots d0, d0+2, d0+4, d0+6 (v and the nametable latch hold until d0+7).
+    // Fetches of dots d0, d0+2, d0+4, d0+6 (v and the nametable latch hold until d0+7), as
+    // ppu_read_nt/ppu_read_chr do them, each mapping looked up once (kernel-notes #29): both
+    // nametable reads lie in one table, both pattern reads in one 1 KiB CHR bank, and only
+    // MMC3 watches the addresses (A12), in the same order and on the same dots.
     u16 v = s.ppu_v;
-    s.ppu_nt_latch = ppu_read_nt(n, 0x2000 | (v & 0x0fff), clock);
-    u16 addr = (u16)(0x23c0 | (v & 0x0c00) | ((v >> 4) & 0x38) | ((v >> 2) & 0x07));
-    u8 byte = ppu_read_nt(n, addr, clock + 2);
-    s.ppu_at_latch = (byte >> (((v >> 4) & 4) | (v & 2))) & 3;
+    bool watch = s.cart_kind == MAPPER_MMC3;
+    u16 nt_addr = (u16)(0x2000 | (v & 0x0fff));
+    u16 at_addr = (u16)(0x23c0 | (v & 0x0c00) | ((v >> 4) & 0x38) | ((v >> 2) & 0x07));
+    const u8* table = s.cart_ciram + (cart_nametable_offset(s, nt_addr) & ~0x3ffu);
+    if (watch) mmc3_watch_a12(s, nt_addr, clock);
+    s.ppu_nt_latch = table[nt_addr & 0x3ff];
+    if (watch) mmc3_watch_a12(s, at_addr, clock + 2);
+    s.ppu_at_latch = (table[at_addr & 0x3ff] >> (((v >> 4) & 4) | (v & 2))) & 3;
     u16 pat = ppu_bg_pattern_addr(s);
-    s.ppu_pat_lo_latch = ppu_read_chr(n, pat, clock + 4);
-    s.ppu_pat_hi_latch = ppu_read_chr(n, pat + 8, clock + 6);
+    const u8* bank = (s.cart_chr_is_ram ? s.cart_chr_ram : n.chr) + cart_chr_offset(s, pat);
+    if (watch) mmc3_watch_a12(s, pat, clock + 4);
+    s.ppu_pat_lo_latch = bank[0];
+    if (watch) mmc3_watch_a12(s, pat + 8, clock + 6);
+    s.ppu_pat_hi_latch = bank[8];
     s.ppu_bg_lo <<= 7;
     s.ppu_bg_hi <<= 7;
     s.ppu_at_lo <<= 7;
