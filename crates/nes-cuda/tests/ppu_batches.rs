@@ -47,7 +47,7 @@ impl Rng {
 /// batch end.
 fn batches_match_ticks(case: usize, state: &FlatState, image: &RomImage, rng: &mut Rng, dots: u32, longest: u32) {
     let pixels = state.ppu_render_pixels != 0;
-    let (mut ticked, mut batched) = (state.clone(), state.clone());
+    let (mut ticked, mut batched) = (*state, *state);
     let (mut pt, mut pb) = (vec![0u8; PIXELS_PER_ENV], vec![0u8; PIXELS_PER_ENV]);
     let mut left = dots;
     while left > 0 {
@@ -74,7 +74,7 @@ fn the_catch_up_ppu_matches_ticking_dot_by_dot() {
     let mut rng = Rng(0x2545_f491);
     const MASKS: [u8; 6] = [0x1e, 0x18, 0x08, 0x10, 0x1a, 0x16];
     for case in 0..12 {
-        let mut s = base.clone();
+        let mut s = base;
         for b in s.cart_chr_ram.iter_mut() {
             *b = if rng.next() % 3 == 0 { 0 } else { rng.next() as u8 };
         }
@@ -126,7 +126,7 @@ fn a_line_run_whole_still_fetches_sprite_0_for_the_next_line_that_shows_it() {
     while (s.ppu_scanline, s.ppu_dot) != (99, 340) {
         host::ppu_run(&mut s, &image, 1, true, None).unwrap();
     }
-    let (mut ticked, mut batched) = (s.clone(), s);
+    let (mut ticked, mut batched) = (s, s);
     let n = 1 + 2 * 341 + 50;
     host::ppu_run(&mut ticked, &image, n, true, None).unwrap();
     host::ppu_run(&mut batched, &image, n, false, None).unwrap();
