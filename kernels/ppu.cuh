@@ -811,20 +811,29 @@ NESLE_FN void ppu_line_tail(Nes& n) {
     s.ppu_dot_clock = clock + 4;
 }
 
-// Dots 257-340 of a visible line and dot 0 of the next, at once, when no board watches the PPU
-// bus (render.rs hblank_fast): the garbage nametable fetches and the pattern fetches of empty
-// sprite slots (tile $FF, loaded as transparent) then have no effect, so only used slots read.
-NESLE_DEV void ppu_hblank_fast(Nes& n) {
-    FlatState& s = *n.s;
+// What a horizontal blank does besides its reads (render.rs hblank_units): coarse X and the
+// horizontal nametable from `t` (dot 257), the next line's sprite units from secondary OAM (all
+// 8 positions and attributes; the pattern bytes are ppu_hblank_fast's), OAMADDR cleared.
+NESLE_FN void ppu_hblank_units(FlatState& s) {
     s.ppu_v = (u16)((s.ppu_v & ~0x041f) | (s.ppu_t & 0x041f));
     s.ppu_spr_count = s.ppu_eval_count;
     s.ppu_spr_zero = s.ppu_eval_sprite0;
     s.ppu_oam_addr = 0;
     for (u32 slot = 0; slot < 8; slot++) {
+        s.ppu_spr_attr[slot] = s.ppu_sec_oam[slot * 4 + 2];
+        s.ppu_spr_x[slot] = s.ppu_sec_oam[slot * 4 + 3];
+    }
+}
+
+// Dots 257-340 of a visible line and dot 0 of the next, at once, when no board watches the PPU
+// bus (render.rs hblank_fast): the garbage nametable fetches and the pattern fetches of empty
+// sprite slots (tile $FF, loaded as transparent) then have no effect, so only used slots read.
+NESLE_DEV void ppu_hblank_fast(Nes& n) {
+    FlatState& s = *n.s;
+    ppu_hblank_units(s);
+    for (u32 slot = 0; slot < 8; slot++) {
         u8 y = s.ppu_sec_oam[slot * 4];
         u8 attr = s.ppu_sec_oam[slot * 4 + 2];
-        s.ppu_spr_attr[slot] = attr;
-        s.ppu_spr_x[slot] = s.ppu_sec_oam[slot * 4 + 3];
         if (slot < s.ppu_spr_count) {
             u8 tile = s.ppu_sec_oam[slot * 4 + 1];
             u16 addr = ppu_sprite_pattern_addr(s, tile, attr, y, true);
@@ -874,14 +883,7 @@ NESLE_DEV void ppu_line_whole(Nes& n, bool next_ends_here) {
     }
     // ppu_hblank_fast without its reads: the sprite units' positions and flags, which the next
     // line's `$2002` bounds and `ppu_line_draws` read, and the prefetch's two X steps.
-    s.ppu_v = (u16)((s.ppu_v & ~0x041f) | (s.ppu_t & 0x041f));
-    s.ppu_spr_count = s.ppu_eval_count;
-    s.ppu_spr_zero = s.ppu_eval_sprite0;
-    s.ppu_oam_addr = 0;
-    for (u32 slot = 0; slot < 8; slot++) {
-        s.ppu_spr_attr[slot] = s.ppu_sec_oam[slot * 4 + 2];
-        s.ppu_spr_x[slot] = s.ppu_sec_oam[slot * 4 + 3];
-    }
+    ppu_hblank_units(s);
     ppu_increment_x(s);
     ppu_increment_x(s);
     s.ppu_dot = 0;

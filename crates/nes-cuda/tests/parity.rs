@@ -9,6 +9,9 @@
 use nes_core::flat::{first_difference, FlatState};
 use nes_core::Console;
 use nes_cuda::{host, RomImage, PIXELS_PER_ENV};
+
+mod common;
+use common::Rng;
 use std::path::PathBuf;
 
 const ENVS: usize = 4;
@@ -39,16 +42,6 @@ fn frames() -> usize {
     std::env::var("NESLE_PARITY_FRAMES").ok().and_then(|v| v.parse().ok()).unwrap_or(240)
 }
 
-/// xorshift32: a tiny seeded RNG, identical on every platform.
-struct Rng(u32);
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 17;
-        self.0 ^= self.0 << 5;
-        self.0
-    }
-}
 
 /// Steps `ENVS` consoles of `rom` on both sides for `frames` frames, `frameskip` frames per
 /// call, with inputs from `input(env, step, rng)`. Returns the first mismatch, if any.

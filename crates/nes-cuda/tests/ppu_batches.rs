@@ -9,6 +9,9 @@ use nes_core::flat::{first_difference, FlatState};
 use nes_core::Console;
 use nes_cuda::{host, RomImage, PIXELS_PER_ENV};
 
+mod common;
+use common::Rng;
+
 /// NROM with 16 KiB of PRG (a `JMP` to itself at every vector), 8 KiB of CHR RAM (so tests
 /// write patterns) and vertical mirroring.
 fn rom() -> Vec<u8> {
@@ -31,16 +34,6 @@ fn warm(rom: &[u8]) -> FlatState {
     c.to_flat()
 }
 
-/// xorshift32, as the parity tests draw their inputs.
-struct Rng(u32);
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 17;
-        self.0 ^= self.0 << 5;
-        self.0
-    }
-}
 
 /// Runs `dots` dots on two copies of `state`: one ticks, the other runs batches of random
 /// length (half up to `longest` dots, half up to 20); state and pixels must agree at every

@@ -274,6 +274,19 @@ impl Ppu {
         }
         // `hblank_fast` without its reads: the sprite units' positions and flags, which the
         // next line's `$2002` bounds and `line_draws` read, and the prefetch's two X steps.
+        self.hblank_units();
+        self.increment_x();
+        self.increment_x();
+        self.dot = 0;
+        self.scanline += 1;
+        self.dot_clock += 85;
+    }
+
+    /// What a horizontal blank does besides its reads: coarse X and the horizontal nametable
+    /// from `t` (dot 257), the next line's sprite units from secondary OAM (all 8 positions
+    /// and attributes; the pattern bytes are `hblank_fast`'s), OAMADDR cleared.
+    #[inline(always)]
+    fn hblank_units(&mut self) {
         self.v = (self.v & !0x041f) | (self.t & 0x041f);
         self.spr_line_dirty = true;
         self.spr_count = self.eval_count;
@@ -283,11 +296,6 @@ impl Ppu {
             self.spr_attr[slot] = self.sec_oam[slot * 4 + 2];
             self.spr_x[slot] = self.sec_oam[slot * 4 + 3];
         }
-        self.increment_x();
-        self.increment_x();
-        self.dot = 0;
-        self.scanline += 1;
-        self.dot_clock += 85;
     }
 
     /// Dots 257-340 of a visible line and dot 0 of the next, at once, when no board watches
@@ -295,16 +303,10 @@ impl Ppu {
     /// slots (tile $FF, loaded as transparent) have no effect, and only used slots read CHR.
     #[inline(always)] // two callers; out of line, its call cost 0.3% with pixels (perf-notes #38)
     pub(super) fn hblank_fast(&mut self, cart: &mut Cart) {
-        self.v = (self.v & !0x041f) | (self.t & 0x041f);
-        self.spr_line_dirty = true;
-        self.spr_count = self.eval_count;
-        self.spr_zero = self.eval_sprite0;
-        self.oam_addr = 0;
+        self.hblank_units();
         for slot in 0..8 {
             let y = self.sec_oam[slot * 4];
             let attr = self.sec_oam[slot * 4 + 2];
-            self.spr_attr[slot] = attr;
-            self.spr_x[slot] = self.sec_oam[slot * 4 + 3];
             if slot < self.spr_count as usize {
                 let tile = self.sec_oam[slot * 4 + 1];
                 let addr = self.sprite_pattern_addr(tile, attr, y, true);

@@ -705,30 +705,12 @@ fn running_dots_with_rendering_off_in_batches_matches_ticking_them_one_by_one() 
 fn status_bits_hold_for_the_predicted_dots_and_none_is_the_dot_before_vbl() {
     // The bus answers a `$2002` read without running the owed dots while fewer than
     // `dots_to_status_change` are owed: on each of those dots bits 5-7 must be as they were,
-    // and none may be 241/0 (a read there suppresses VBL). Random scenes as above, with
+    // and none may be 241/0 (a read there suppresses VBL). Random scenes (`random_scene`), with
     // OAMADDR sometimes misaligned (a `$2003` write) to reach the diagonal overflow scan.
     let mut rng = Rng(0x5851_f42d_4c95_7f2d);
     let mut changes = 0;
     for case in 0..12 {
-        let (mut ppu, mut cart) = warm();
-        for a in 0..0x2000u16 {
-            let v = if rng.next() % 3 == 0 { 0 } else { rng.next() as u8 };
-            cart.ppu_write(a, v, 0);
-        }
-        for a in 0x2000..0x2800u16 {
-            cart.ppu_write(a, rng.next() as u8, 0);
-        }
-        for i in 0..256 {
-            ppu.oam[i] = rng.next() as u8;
-        }
-        for s in 0..24 {
-            ppu.oam[s * 4] = (40 + (rng.next() % 40)) as u8;
-        }
-        const MASKS: [u8; 6] = [0x1e, 0x18, 0x08, 0x10, 0x1a, 0x16];
-        ppu.mask = MASKS[case % MASKS.len()];
-        ppu.ctrl = (rng.next() as u8) & (CTRL_SPRITE_16 | CTRL_BG_TABLE | CTRL_SPRITE_TABLE);
-        ppu.in_range_valid = false;
-        ppu.x = rng.next() as u8 & 7;
+        let (mut ppu, mut cart) = random_scene(&mut rng, case);
         let mut left = 3 * 89_342u32;
         while left > 0 {
             if rng.next() % 8 == 0 {
