@@ -8,10 +8,6 @@
 
 static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time");
 
-// For each env: pad-0 buttons = actions[env], then `frames` frames. `pixels` is null or
-// n_envs * 256 * 240 palette indices, written for the last frame. `order` is null or a
-// permutation of the envs: thread slot t runs env order[t] (nes_step_slot). `ran` is null or
-// n_envs counts: each env's instructions in its last frame.
 // Fit NESLE_STEP_MIN_BLOCKS blocks of 128 threads per SM (a register cap of 128 at 4): 65,536
 // envs then run in one wave on a 132-SM GPU instead of 1.29 and more warps hide the latency
 // (kernel-notes #25: A +44%, B +36%). `-DNESLE_STEP_MIN_BLOCKS=0` drops the bounds. Unlike
@@ -25,6 +21,11 @@ static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time")
 #else
 #define NESLE_STEP_BOUNDS
 #endif
+
+// For each env: pad-0 buttons = actions[env], then `frames` frames. `pixels` is null or
+// n_envs * 256 * 240 palette indices, written for the last frame. `order` is null or a
+// permutation of the envs: thread slot t runs env order[t] (nes_step_slot). `ran` is null or
+// n_envs counts: each env's instructions in its last frame.
 extern "C" __global__ void NESLE_STEP_BOUNDS nesle_step(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr,
                                       const u8* actions, u32 n_envs, u32 frames, u8* pixels, const u32* order,
                                       u32* ran) {
