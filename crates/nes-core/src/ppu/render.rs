@@ -251,9 +251,8 @@ impl Ppu {
     /// #38). None of the line's 32 tiles survives the prefetch at 321/329: the latches are
     /// refilled and both shifter bytes reloaded by dot 337, and dot 257 copies coarse X and
     /// the horizontal nametable from `t`, so of their work only the Y step at 256 remains,
-    /// besides the sprite evaluation. When the next line draws
-    /// nothing either and ends in the same batch (`next_ends_here`), the prefetch and the
-    /// sprite patterns are dead too: that line's tiles 233-249 and its own prefetch (or, down
+    /// besides the sprite evaluation. When the next line draws nothing either and ends in the
+    /// same batch (`next_ends_here`), the prefetch and the sprite patterns are dead too: that line's tiles 233-249 and its own prefetch (or, down
     /// a chain of such lines, the last one's) overwrite every latch and shifter, and its
     /// horizontal blank every sprite unit, before anything reads them. Line 239 always
     /// prefetches: what it leaves stays until the pre-render line.
