@@ -249,7 +249,7 @@ NESLE_FN void dmc_dma_complete(FlatState& s, u8 v) {
 // Apu::tick: one CPU cycle. Length-counter writes land after this cycle's clock; applying them
 // is idempotent, so only the first tick after a write needs to (`n.apu_length_writes_pending`).
 NESLE_FN void apu_tick(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     s.apu_odd_cycle = !s.apu_odd_cycle;
     u8 events = frame_tick(s);
     if (events & APU_HALF) {
@@ -266,7 +266,7 @@ NESLE_FN void apu_tick(Nes& n) {
 // frame-counter step, a pending $4017 write or a length-counter write move the counters in
 // closed form; those few others tick one by one.
 NESLE_FN void apu_run(Nes& n, u32 count) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     while (count > 0) {
         u32 k = frame_quiet_cycles_to_step(s);
         u32 quiet = (k > 0 && !n.apu_length_writes_pending) ? k - 1 : 0;
@@ -306,7 +306,7 @@ NESLE_FN u8 apu_read_status(FlatState& s) {
 }
 
 NESLE_FN void apu_write(Nes& n, u16 addr, u8 v) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     n.apu_length_writes_pending = true;
     switch (addr) {
         case 0x4000: s.apu_len_new_halt[0] = (v & 0x20) != 0; break;

@@ -45,23 +45,23 @@ NESLE_FN u8 pads_read(FlatState& s, u32 port) {
 // --- bus.rs ---
 
 // Cart::prg_read: a PRG ROM byte ($8000-$FFFF) through the banking map.
-NESLE_FN u8 bus_prg_read(const Nes& n, u16 addr) { return n.prg[n.s->cart_prg_map[(addr >> 13) & 3] + (addr & 0x1fff)]; }
+NESLE_FN u8 bus_prg_read(const Nes& n, u16 addr) { return n.prg[n.st.cart_prg_map[(addr >> 13) & 3] + (addr & 0x1fff)]; }
 
 #define LINE_NMI 1
 #define LINE_IRQ 2
 
 // Bus::refresh_lines: reads the interrupt lines again from the chips.
 NESLE_FN void bus_refresh_lines(Nes& n) {
-    const FlatState& s = *n.s;
+    const FlatState& s = n.st;
     n.lines = (u8)((ppu_nmi(s) ? LINE_NMI : 0) | ((apu_irq(s) || s.cart_irq_line) ? LINE_IRQ : 0));
 }
 
 // Bus::ppu_owed: PPU dots owed, 3 per cycle since the last catch-up plus any it left owed.
-NESLE_FN u32 bus_ppu_owed(const Nes& n) { return (u32)(3 * n.s->bus_cycles - n.ppu_done); }
+NESLE_FN u32 bus_ppu_owed(const Nes& n) { return (u32)(3 * n.st.bus_cycles - n.ppu_done); }
 
 // Bus::update_deadlines: the two combined deadlines after one of their parts changed.
 NESLE_FN void bus_update_deadlines(Nes& n) {
-    bool oam = n.s->bus_oam_dma_pending != 0;
+    bool oam = n.st.bus_oam_dma_pending != 0;
     n.deadline = oam ? 0 : (n.ppu_deadline < n.apu_deadline ? n.ppu_deadline : n.apu_deadline);
     n.dma_deadline = oam ? 0 : n.apu_deadline;
 }
@@ -77,19 +77,19 @@ NESLE_FN void bus_update_deadlines(Nes& n) {
 
 NESLE_FN bool bus_owed_is_impossible(Nes& n, u32 owed) {
     if (owed <= NES_MAX_OWED) return false;
-    n.s->cpu_fault = 2;
-    n.s->cpu_fault_opcode = 0;
-    n.s->cpu_fault_pc = n.s->cpu_pc;
+    n.st.cpu_fault = 2;
+    n.st.cpu_fault_opcode = 0;
+    n.st.cpu_fault_pc = n.st.cpu_pc;
     return true;
 }
 
 NESLE_DEV void bus_run_ppu(Nes& n, u32 keep) {
     u32 count = bus_ppu_owed(n) - keep;
     if (bus_owed_is_impossible(n, count)) count = 0;
-    n.ppu_done = 3 * n.s->bus_cycles - keep;
+    n.ppu_done = 3 * n.st.bus_cycles - keep;
     ppu_run(n, count);
     bus_refresh_lines(n);
-    u32 budget = n.ppu_lazy ? ppu_dots_to_nmi_event(*n.s) : 0;
+    u32 budget = n.ppu_lazy ? ppu_dots_to_nmi_event(n.st) : 0;
     // The first cycle whose end sees `3 * cycles - ppu_done >= budget` owed dots.
     n.ppu_deadline = (n.ppu_done + budget + 2) / 3;
     bus_update_deadlines(n);
@@ -97,39 +97,39 @@ NESLE_DEV void bus_run_ppu(Nes& n, u32 keep) {
 
 // Bus::set_apu_deadline: the next cycle at which the CPU could see the APU change by itself.
 NESLE_FN void bus_set_apu_deadline(Nes& n) {
-    n.apu_deadline = n.s->bus_cycles + apu_cycles_to_event(*n.s);
+    n.apu_deadline = n.st.bus_cycles + apu_cycles_to_event(n.st);
     bus_update_deadlines(n);
 }
 
 // Bus::run_apu: runs the owed APU cycles (this one's included), then sets the deadline.
 NESLE_DEV void bus_run_apu(Nes& n) {
-    u64 owed = n.s->bus_cycles - n.apu_synced;
+    u64 owed = n.st.bus_cycles - n.apu_synced;
     apu_run(n, bus_owed_is_impossible(n, owed > NES_MAX_OWED ? NES_MAX_OWED + 1 : (u32)owed) ? 0 : (u32)owed);
     bus_refresh_lines(n);
-    n.apu_synced = n.s->bus_cycles;
+    n.apu_synced = n.st.bus_cycles;
     bus_set_apu_deadline(n);
 }
 
 // Bus::catch_up_apu: the APU exact, so it can be read or written.
 NESLE_FN void bus_catch_up_apu(Nes& n) {
-    if (n.s->bus_cycles != n.apu_synced) bus_run_apu(n);
+    if (n.st.bus_cycles != n.apu_synced) bus_run_apu(n);
 }
 
 // Bus::tick: one CPU cycle of time for everything but the CPU, up to its access. The APU cycle
 // and the 3 PPU dots are owed: both run ahead in `bus_cycles`.
-NESLE_FN void bus_tick(Nes& n) { n.s->bus_cycles += 1; }
+NESLE_FN void bus_tick(Nes& n) { n.st.bus_cycles += 1; }
 
 // Bus::finish_cycle_events: the PPU and/or APU at their deadline.
 NESLE_DEV void bus_finish_cycle_events(Nes& n) {
-    if (n.s->bus_cycles >= n.ppu_deadline) bus_run_ppu(n, 0);
-    if (n.s->bus_cycles >= n.apu_deadline) bus_run_apu(n);
+    if (n.st.bus_cycles >= n.ppu_deadline) bus_run_ppu(n, 0);
+    if (n.st.bus_cycles >= n.apu_deadline) bus_run_apu(n);
 }
 
 // Bus::finish_cycle: the end of a CPU cycle, before the CPU samples its interrupt lines: one
 // compare against the nearer deadline. DMA cycles skip it: the CPU samples nothing while
 // halted, and the owed dots carry over.
 NESLE_FN void bus_finish_cycle(Nes& n) {
-    if (n.s->bus_cycles >= n.deadline) bus_finish_cycle_events(n);
+    if (n.st.bus_cycles >= n.deadline) bus_finish_cycle_events(n);
 }
 
 // Bus::catch_up_for_access: the owed dots but the current cycle's third, before an access that
@@ -145,7 +145,7 @@ NESLE_FN void bus_catch_up_ppu(Nes& n) {
 
 // A read without the clock: what the CPU would see at `addr` now.
 NESLE_FN u8 bus_read_mem(Nes& n, u16 addr) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     if (addr < 0x2000) return s.ram[addr & 0x7ff];
     if (addr < 0x4000) {
         // Bus::read_mem: a `$2002` poll before the status can change needs no catch-up
@@ -169,7 +169,7 @@ NESLE_FN u8 bus_read_mem(Nes& n, u16 addr) {
 }
 
 NESLE_FN void bus_write_mem(Nes& n, u16 addr, u8 v) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     if (addr < 0x2000) {
         s.ram[addr & 0x7ff] = v;
     } else if (addr < 0x4000) {
@@ -202,7 +202,7 @@ NESLE_FN void bus_write_mem(Nes& n, u16 addr, u8 v) {
 // DMC sample fetch (Bus::run_dmc_dma): stalls the CPU for 4 cycles (3 idle, 1 read) on a read
 // cycle.
 NESLE_DEV void bus_run_dmc_dma(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u16 addr = s.dmc_addr;
     for (int i = 0; i < 4; i++) bus_tick(n);
     u8 v = bus_read_mem(n, addr);
@@ -216,19 +216,19 @@ NESLE_DEV void bus_run_dmc_dma(Nes& n) {
 // Bus::check_dmc_dma: at the APU deadline, the APU caught up and its DMA run if it wants one.
 NESLE_DEV void bus_check_dmc_dma(Nes& n) {
     bus_catch_up_apu(n);
-    if (dmc_dma_wanted(*n.s)) bus_run_dmc_dma(n);
+    if (dmc_dma_wanted(n.st)) bus_run_dmc_dma(n);
 }
 
 // Bus::service_dmc_dma: a request can only have come up at the APU deadline (the previous cycle
 // end caught the APU up there, or DMA cycles skipped that check), so the test is one compare.
 NESLE_FN void bus_service_dmc_dma(Nes& n) {
-    if (n.s->bus_cycles >= n.apu_deadline) bus_check_dmc_dma(n);
+    if (n.st.bus_cycles >= n.apu_deadline) bus_check_dmc_dma(n);
 }
 
 // OAM DMA: the halt cycle, one more to align so the reads ("get") fall on odd cycles, then
 // 256 get/put pairs: 513 or 514 cycles.
 NESLE_DEV void bus_run_oam_dma(Nes& n, u8 page, u16 halted_addr) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     bus_tick(n);
     bus_read_mem(n, halted_addr);
     if ((s.bus_cycles & 1) == 0) {
@@ -251,7 +251,7 @@ NESLE_DEV void bus_run_oam_dma(Nes& n, u8 page, u16 halted_addr) {
 // Bus::start_read_dma: the start of a read at the DMA deadline: a pending OAM DMA runs first
 // (the CPU halts on this read), then a DMC fetch if the APU wants one.
 NESLE_DEV void bus_start_read_dma(Nes& n, u16 addr) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     if (s.bus_oam_dma_pending) {
         u8 page = s.bus_oam_dma_page;
         // Option::take(): the saved form of None is (0, 0).
@@ -266,7 +266,7 @@ NESLE_DEV void bus_start_read_dma(Nes& n, u16 addr) {
 // CpuBus::read: one CPU read cycle (after any DMA the read halts for). Inlined into its one
 // caller, `cpu_read` (out of line): one call a read instead of two, no code duplicated.
 NESLE_FN u8 bus_read(Nes& n, u16 addr) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     // One compare for both DMAs: `dma_deadline` is 0 while an OAM DMA is pending.
     if (s.bus_cycles >= n.dma_deadline) bus_start_read_dma(n, addr);
     bus_tick(n);
@@ -288,7 +288,7 @@ NESLE_FN u8 bus_read(Nes& n, u16 addr) {
 
 NESLE_DEV void bus_write(Nes& n, u16 addr, u8 v) {
     bus_tick(n);
-    n.s->bus_open_bus = v;
+    n.st.bus_open_bus = v;
     bus_write_mem(n, addr, v);
     bus_finish_cycle(n);
 }
@@ -298,7 +298,7 @@ NESLE_DEV void bus_write(Nes& n, u16 addr, u8 v) {
 // or IRQ line may change, or the DMC may want a DMA): those iterations change nothing but
 // time. 0 while an OAM DMA is pending, and on MMC3 boards (their PPU deadline is every cycle).
 NESLE_FN u32 bus_idle_jmp_iterations(const Nes& n) {
-    u64 now = n.s->bus_cycles;
+    u64 now = n.st.bus_cycles;
     if (n.deadline <= now) return 0;
     u64 k = (n.deadline - now - 1) / 3;
     return k > 0xffffffffull ? 0xffffffffu : (u32)k;
@@ -306,7 +306,7 @@ NESLE_FN u32 bus_idle_jmp_iterations(const Nes& n) {
 
 // Bus::skip_idle_jmp: `count` iterations of a `JMP` to itself at once: the clock runs 3 cycles
 // each and the data bus keeps the operand's high byte (the CPU's registers do not change).
-NESLE_FN void bus_skip_idle_jmp(Nes& n, u32 count) { n.s->bus_cycles += 3 * (u64)count; }
+NESLE_FN void bus_skip_idle_jmp(Nes& n, u32 count) { n.st.bus_cycles += 3 * (u64)count; }
 
 // Bus::status_poll_iterations: how many more iterations of a `$2002` poll loop (`LDA $2002;
 // AND #m; BEQ/BNE` back to the `LDA`: 9 cycles, the PPU read on the 4th) the CPU can run in
@@ -315,7 +315,7 @@ NESLE_FN void bus_skip_idle_jmp(Nes& n, u32 count) { n.s->bus_cycles += 3 * (u64
 // (`ppu_dots_to_status_change`, never late), so each returns what a read now would. 0 on boards
 // whose IRQ follows the PPU (MMC3).
 NESLE_FN u32 bus_status_poll_iterations(Nes& n) {
-    u64 now = n.s->bus_cycles;
+    u64 now = n.st.bus_cycles;
     if (!n.ppu_lazy || n.deadline <= now) return 0;
     u64 by_clock = (n.deadline - now - 1) / 9;
     // The k-th skipped read runs the owed dots but its cycle's third (as `bus_read_mem`): it
@@ -330,7 +330,7 @@ NESLE_FN u32 bus_status_poll_iterations(Nes& n) {
 
 // Bus::skip_status_poll: `count` iterations of a `$2002` poll loop at once, 9 cycles each; the
 // caller has checked that an iteration leaves the CPU, the data bus and the PPU as they are.
-NESLE_FN void bus_skip_status_poll(Nes& n, u32 count) { n.s->bus_cycles += 9 * (u64)count; }
+NESLE_FN void bus_skip_status_poll(Nes& n, u32 count) { n.st.bus_cycles += 9 * (u64)count; }
 
 NESLE_FN bool bus_nmi_line(const Nes& n) { return (n.lines & LINE_NMI) != 0; }
 

@@ -28,7 +28,7 @@
 // --- mapper.rs helpers ---
 
 NESLE_FN void set_prg_8k(Nes& n, u64 b0, u64 b1, u64 b2, u64 b3) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u64 count = s.cart_prg_len / 0x2000u;
     if (count == 0) count = 1;
     s.cart_prg_map[0] = (u32)((b0 % count) * 0x2000u);
@@ -38,7 +38,7 @@ NESLE_FN void set_prg_8k(Nes& n, u64 b0, u64 b1, u64 b2, u64 b3) {
 }
 
 NESLE_FN void set_chr_1k(Nes& n, const u64 b[8]) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u64 count = s.cart_chr_len / 0x400u;
     if (count == 0) count = 1;
     for (int i = 0; i < 8; i++) s.cart_chr_map[i] = (u32)((b[i] % count) * 0x400u);
@@ -68,7 +68,7 @@ NESLE_FN u64 prg_16k_count(const FlatState& s) {
 // --- m001_mmc1.rs ---
 
 NESLE_FN void mmc1_write(Nes& n, u16 addr, u8 v, u64 cycle) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     bool consecutive = cycle == s.cart_last_write_cycle + 1;
     s.cart_last_write_cycle = cycle;
     if (consecutive) return;
@@ -88,7 +88,7 @@ NESLE_FN void mmc1_write(Nes& n, u16 addr, u8 v, u64 cycle) {
 }
 
 NESLE_FN void mmc1_update(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u8 control = s.cart_regs[0];
     switch (control & 3) {
         case 0: s.cart_mirroring = MIR_SINGLE_LOW; break;
@@ -120,7 +120,7 @@ NESLE_FN void mmc1_update(Nes& n) {
 // --- m004_mmc3.rs ---
 
 NESLE_FN void mmc3_write(Nes& n, u16 addr, u8 v) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u16 reg = addr & 0xe000;
     bool odd = addr & 1;
     if (reg == 0x8000) {
@@ -152,7 +152,7 @@ NESLE_FN void mmc3_write(Nes& n, u16 addr, u8 v) {
 }
 
 NESLE_FN void mmc3_update(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     const u8* r = s.cart_regs;
     u64 second_last = (u64)(s.cart_prg_len / 0x2000u) - 2;
     u64 last = second_last + 1;
@@ -199,7 +199,7 @@ NESLE_FN void mmc3_watch_a12(FlatState& s, u16 addr, u64 dot) {
 // --- mapper.rs dispatch: one arm per board ---
 
 NESLE_FN void mapper_update(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     switch (s.cart_kind) {
         case MAPPER_NROM:
             set_prg_16k(n, 0, prg_16k_count(s) - 1);
@@ -229,7 +229,7 @@ NESLE_FN void mapper_update(Nes& n) {
 }
 
 NESLE_DEV void mapper_write_register(Nes& n, u16 addr, u8 v, u64 cycle) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     switch (s.cart_kind) {
         case MAPPER_NROM: return;
         case MAPPER_MMC1: mmc1_write(n, addr, v, cycle); break;
@@ -244,7 +244,7 @@ NESLE_DEV void mapper_write_register(Nes& n, u16 addr, u8 v, u64 cycle) {
 
 // CPU read of $4020-$FFFF; `open` (the data bus) when nothing answers.
 NESLE_FN u8 cart_cpu_read(Nes& n, u16 addr, u8 open) {
-    const FlatState& s = *n.s;
+    const FlatState& s = n.st;
     if (addr >= 0x8000) {
         u32 off = s.cart_prg_map[(addr >> 13) & 3] + (addr & 0x1fff);
         return n.prg[off];
@@ -255,7 +255,7 @@ NESLE_FN u8 cart_cpu_read(Nes& n, u16 addr, u8 open) {
 }
 
 NESLE_FN void cart_cpu_write(Nes& n, u16 addr, u8 v, u64 cycle) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     if (addr >= 0x8000) {
         mapper_write_register(n, addr, v, cycle);
     } else if (addr >= 0x6000 && s.cart_prg_ram_size > 0 && s.cart_prg_ram_enabled && s.cart_prg_ram_writable) {
@@ -265,7 +265,7 @@ NESLE_FN void cart_cpu_write(Nes& n, u16 addr, u8 v, u64 cycle) {
 
 // The PPU put `addr` on its bus: MMC3 counts filtered A12 rises.
 NESLE_FN void cart_ppu_addr(Nes& n, u16 addr, u64 dot) {
-    if (n.s->cart_kind == MAPPER_MMC3) mmc3_watch_a12(*n.s, addr, dot);
+    if (n.st.cart_kind == MAPPER_MMC3) mmc3_watch_a12(n.st, addr, dot);
 }
 
 NESLE_FN u32 cart_chr_offset(const FlatState& s, u16 addr) {
@@ -287,7 +287,7 @@ NESLE_FN u32 cart_nametable_offset(const FlatState& s, u16 addr) {
 
 NESLE_FN u8 cart_ppu_read(Nes& n, u16 addr, u64 dot) {
     cart_ppu_addr(n, addr, dot);
-    const FlatState& s = *n.s;
+    const FlatState& s = n.st;
     if (addr < 0x2000) {
         u32 off = cart_chr_offset(s, addr);
         return s.cart_chr_is_ram ? s.cart_chr_ram[off] : n.chr[off];
@@ -297,7 +297,7 @@ NESLE_FN u8 cart_ppu_read(Nes& n, u16 addr, u64 dot) {
 
 NESLE_FN void cart_ppu_write(Nes& n, u16 addr, u8 v, u64 dot) {
     cart_ppu_addr(n, addr, dot);
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     if (addr < 0x2000) {
         if (s.cart_chr_is_ram) s.cart_chr_ram[cart_chr_offset(s, addr)] = v;
     } else {

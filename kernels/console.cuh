@@ -8,10 +8,11 @@
 // reaching vertical blank is in an impossible state (corrupted memory) and is halted with fault 2,
 // so one bad env cannot hang the launch.
 
-// The per-thread view of `state` (Bus::load: nothing owed, PPU and APU deadlines now, i.e.
-// both recompute at the next cycle end; Apu::load: length writes may be pending).
-NESLE_FN void nes_init(Nes& n, FlatState* state, const u8* prg, const u8* chr) {
-    n.s = state;
+// The per-thread view of the state already in `n.st` (Bus::load: nothing owed, PPU and APU
+// deadlines now, i.e. both recompute at the next cycle end; Apu::load: length writes may be
+// pending).
+NESLE_FN void nes_init(Nes& n, const u8* prg, const u8* chr) {
+    FlatState* state = &n.st;
     n.prg = prg;
     n.chr = chr;
     n.pixels = nullptr;
@@ -45,7 +46,7 @@ NESLE_DEV void nes_step(Nes& n) {
 // ROM), sample the same lines and leave the CPU as it is, so only the clock moves.
 // Inline into `nes_skip_loop` (nes-core: `#[inline]` into `skip_loop`).
 NESLE_FN u32 nes_skip_idle_loop(Nes& n, u32 max) {
-    const FlatState& s = *n.s;
+    const FlatState& s = n.st;
     u16 pc = s.cpu_pc;
     if (pc < 0x8000 || pc > 0xfffd) return 0;
     u8 lo = (u8)pc, hi = (u8)(pc >> 8);
@@ -66,7 +67,7 @@ NESLE_FN u32 nes_skip_idle_loop(Nes& n, u32 max) {
 // it in bulk: whole iterations, none past a cycle where the PPU or APU must catch up or a read
 // that could see a status bit change. Returns the steps skipped (3 an iteration).
 NESLE_FN u32 nes_skip_status_poll(Nes& n, u32 max) {
-    const FlatState& s = *n.s;
+    const FlatState& s = n.st;
     u16 l = s.cpu_pc;
     // The loop in PRG ROM, its taken branch on the same page (3 cycles).
     if (l < 0x8000 || l > 0xfff8 || ((l ^ (l + 7)) & 0xff00) != 0) return 0;
@@ -99,7 +100,7 @@ NESLE_DEV u32 nes_skip_loop(Nes& n, u16 back, u32 max) {
 // One iteration of nes_run_frame's loop: an instruction, then the idle-loop fast-forward.
 // Returns true when the frame must end early (the console faulted).
 NESLE_FN bool nes_frame_step(Nes& n, u32& steps) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u16 pc = s.cpu_pc;
     cpu_step(n);
     steps += 1;
@@ -126,7 +127,7 @@ NESLE_FN bool nes_frame_step(Nes& n, u32& steps) {
 // read that could see a status bit change (#35). Returns the instructions it ran (the loop's
 // rounds, skipped iterations not counted): a measure of the frame's work for regrouping (#21).
 NESLE_DEV u32 nes_run_frame(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     s.ppu_frame_complete = 0;
     bus_refresh_lines(n);
     cpu_unsettle(n);
@@ -164,13 +165,12 @@ NESLE_DEV u32 nes_run_frame(Nes& n) {
     return ran;
 }
 
-// One env's share of nesle_step. `pixels` (nullable) receives the last frame: run_frame starts
-// and ends in vertical blank, so the last call draws every visible dot exactly once. Returns the
-// instructions of the last frame.
-NESLE_DEV u32 nes_step_env(FlatState* state, const u8* prg, const u8* chr, u8 action, u32 frames, u8* pixels) {
-    Nes n;
-    nes_init(n, state, prg, chr);
-    state->pad_buttons[0] = action;
+// One env's share of nesle_step, on the state in `n.st`. `pixels` (nullable) receives the last
+// frame: run_frame starts and ends in vertical blank, so the last call draws every visible dot
+// exactly once. Returns the instructions of the last frame.
+NESLE_DEV u32 nes_step_env(Nes& n, const u8* prg, const u8* chr, u8 action, u32 frames, u8* pixels) {
+    nes_init(n, prg, chr);
+    n.st.pad_buttons[0] = action;
     u32 ran = 0;
     for (u32 f = 0; f < frames; f++) {
         if (f + 1 == frames) n.pixels = pixels;
@@ -181,10 +181,10 @@ NESLE_DEV u32 nes_step_env(FlatState* state, const u8* prg, const u8* chr, u8 ac
 
 // --- the launch-local mirror (docs/kernel-notes.md, "Local mirror") and the packed states ---
 //
-// nesle_step runs each env on a copy of its FlatState in thread-local memory. CUDA lays local
-// memory out interleaved (word i of thread t sits next to word i of thread t+1), so when a
-// warp's threads touch the same field, as they do on every access in lockstep, the warp makes
-// one 128-byte transaction instead of 32.
+// nesle_step runs each env on a copy of its FlatState in thread-local memory (`Nes::st`). CUDA
+// lays local memory out interleaved (word i of thread t sits next to word i of thread t+1), so
+// when a warp's threads touch the same field, as they do on every access in lockstep, the warp
+// makes one 128-byte transaction instead of 32.
 // In global memory a batch keeps each state packed (crates/nes-cuda/src/packed.rs): without the
 // regions its cartridge can never touch (`packing` bit 0: the upper 2 KiB of CIRAM, kept only
 // with four-screen mirroring; bit 1: PRG RAM; bit 2: CHR RAM), so Super Mario Bros. takes
@@ -228,10 +228,10 @@ NESLE_FN void nes_convert(FlatState* full, u8* packed, u32 packing, bool to_pack
 // nes_step_env on a local copy of the packed state at `packed`, packed back at the end.
 NESLE_FN u32 nes_step_env_packed(u8* packed, u32 packing, const u8* prg, const u8* chr, u8 action, u32 frames,
                                  u8* pixels) {
-    FlatState local;
-    nes_convert(&local, packed, packing, false);
-    u32 ran = nes_step_env(&local, prg, chr, action, frames, pixels);
-    nes_convert(&local, packed, packing, true);
+    Nes n;
+    nes_convert(&n.st, packed, packing, false);
+    u32 ran = nes_step_env(n, prg, chr, action, frames, pixels);
+    nes_convert(&n.st, packed, packing, true);
     return ran;
 }
 

@@ -1,10 +1,9 @@
-// The per-thread view of one console: its FlatState (in global memory) plus the shared ROM.
+// The per-thread view of one console: its FlatState plus the shared ROM.
 #pragma once
 #include "types.h"
 #include "generated/flat_state.h"
 
 struct Nes {
-    FlatState* s;
     // PRG ROM and CHR ROM shared by every env of the batch (CHR may be null for CHR RAM).
     const u8* prg;
     const u8* chr;
@@ -57,6 +56,10 @@ struct Nes {
     // flag, so everything that changes I (or the pipeline outside `cpu_sample`) unsettles it,
     // and so do `nes_init`, `nes_step` and `nes_run_frame` on entry.
     u8 settled;
+    // The console's state, held in the view itself rather than behind a pointer: in the kernels
+    // `Nes` is a thread-local variable, so every field is a local load at a fixed offset from it,
+    // with no pointer to load first and no generic address to convert (kernel-notes #30).
+    FlatState st;
 };
 
 // A `Nes::settled` value no lines byte (bits 0-1) can equal (nes-core `UNSETTLED`).

@@ -24,7 +24,7 @@
 
 // End-of-cycle interrupt sampling (the two-stage pipeline of cpu.rs).
 NESLE_FN void cpu_sample(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     // Cpu::sample's settled test (#30, #31): with the key of a settled pipeline, nothing moves.
     u8 key = n.lines;
     if (key == n.settled) return;
@@ -47,7 +47,7 @@ NESLE_FN void cpu_unsettle(Nes& n) { n.settled = CPU_UNSETTLED; }
 // bus's now, so another instruction that changes neither the lines nor I leaves the pipeline
 // exactly as it is (the idle-loop fast-forward relies on this).
 NESLE_FN bool cpu_interrupts_at_rest(const Nes& n) {
-    const FlatState& s = *n.s;
+    const FlatState& s = n.st;
     return !(s.cpu_nmi_pending || s.cpu_nmi_take || s.cpu_irq_run || s.cpu_irq_take || s.cpu_reset_pending) &&
            !s.cpu_fault && (s.cpu_nmi_prev_line != 0) == bus_nmi_line(n) &&
            !(bus_irq_line(n) && (s.cpu_p & FLAG_I) == 0);
@@ -70,7 +70,7 @@ NESLE_DEV void cpu_write_any(Nes& n, u16 addr, u8 v) {
 // bus, then the sample). Returns false, having done nothing, for every other read
 // (kernel-notes #22; inline in cpu_read and at the opcode fetch, #24).
 NESLE_FN bool cpu_read_common(Nes& n, u16 addr, u8& v) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u64 c = s.bus_cycles + 1;
     if (!(c < n.deadline && (addr >= 0x8000 || addr < 0x2000))) return false;
     s.bus_cycles = c;
@@ -89,7 +89,7 @@ NESLE_DEV u8 cpu_read(Nes& n, u16 addr) {
 
 // As cpu_read: a RAM write in a cycle with nothing at its end here, the rest in cpu_write_any.
 NESLE_DEV void cpu_write(Nes& n, u16 addr, u8 v) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u64 c = s.bus_cycles + 1;
     if (c < n.deadline && addr < 0x2000) {
         s.bus_cycles = c;
@@ -102,19 +102,19 @@ NESLE_DEV void cpu_write(Nes& n, u16 addr, u8 v) {
 }
 
 NESLE_FN u8 cpu_fetch(Nes& n) {
-    u8 v = cpu_read(n, n.s->cpu_pc);
-    n.s->cpu_pc += 1;
+    u8 v = cpu_read(n, n.st.cpu_pc);
+    n.st.cpu_pc += 1;
     return v;
 }
 
 NESLE_FN void cpu_push(Nes& n, u8 v) {
-    cpu_write(n, 0x100 | n.s->cpu_s, v);
-    n.s->cpu_s -= 1;
+    cpu_write(n, 0x100 | n.st.cpu_s, v);
+    n.st.cpu_s -= 1;
 }
 
 NESLE_FN u8 cpu_pull(Nes& n) {
-    n.s->cpu_s += 1;
-    return cpu_read(n, 0x100 | n.s->cpu_s);
+    n.st.cpu_s += 1;
+    return cpu_read(n, 0x100 | n.st.cpu_s);
 }
 
 NESLE_FN void cpu_set_zn(FlatState& s, u8 v) {
@@ -129,7 +129,7 @@ NESLE_FN void cpu_set_flag(FlatState& s, u8 flag, bool on) {
 NESLE_FN u16 le16(u8 lo, u8 hi) { return (u16)(lo | ((u16)hi << 8)); }
 
 NESLE_DEV void cpu_run_reset(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     cpu_read(n, s.cpu_pc);
     cpu_read(n, s.cpu_pc);
     for (int i = 0; i < 3; i++) {
@@ -150,7 +150,7 @@ NESLE_DEV void cpu_run_reset(Nes& n) {
 
 // The 7-cycle IRQ/NMI sequence; an NMI detected before the vector fetch takes it over.
 NESLE_DEV void cpu_interrupt(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     cpu_read(n, s.cpu_pc);
     cpu_read(n, s.cpu_pc);
     cpu_push(n, (u8)(s.cpu_pc >> 8));
@@ -180,7 +180,7 @@ NESLE_FN u16 cpu_indexed(Nes& n, u16 base, u8 idx, u8 access) {
 
 // Effective address of a memory operand, performing the mode's cycles.
 NESLE_FN u16 cpu_address(Nes& n, u8 mode, u8 access) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     switch (mode) {
         case MODE_ZP: return cpu_fetch(n);
         case MODE_ZPX:
@@ -375,7 +375,7 @@ NESLE_FN void cpu_exec_read(FlatState& s, u8 mn, u8 v) {
 }
 
 NESLE_FN void cpu_exec_write(Nes& n, u8 mn, u8 mode) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     if (mn == MN_STA || mn == MN_STX || mn == MN_STY || mn == MN_SAX) {
         u16 addr = cpu_address(n, mode, ACCESS_WRITE);
         u8 v = mn == MN_STA ? s.cpu_a : mn == MN_STX ? s.cpu_x : mn == MN_STY ? s.cpu_y : (u8)(s.cpu_a & s.cpu_x);
@@ -433,7 +433,7 @@ NESLE_FN u8 cpu_modify(FlatState& s, u8 mn, u8 v) {
 }
 
 NESLE_FN void cpu_branch(Nes& n, bool taken) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     i8 offset = (i8)cpu_fetch(n);
     if (!taken) return;
     // A taken branch that crosses no page does not poll interrupts on its last cycle.
@@ -445,7 +445,7 @@ NESLE_FN void cpu_branch(Nes& n, bool taken) {
 }
 
 NESLE_FN void cpu_implied(Nes& n, u8 mn) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     switch (mn) {
         case MN_CLC: s.cpu_p &= (u8)~FLAG_C; break;
         case MN_SEC: s.cpu_p |= FLAG_C; break;
@@ -475,7 +475,7 @@ NESLE_FN void cpu_implied(Nes& n, u8 mn) {
 }
 
 NESLE_DEV void cpu_exec_other(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     switch (mn) {
         case MN_BPL: cpu_branch(n, (s.cpu_p & FLAG_N) == 0); break;
         case MN_BMI: cpu_branch(n, (s.cpu_p & FLAG_N) != 0); break;
@@ -584,7 +584,7 @@ NESLE_DEV void cpu_exec_other(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
 }
 
 NESLE_DEV void cpu_execute(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     switch (NESLE_MN_ACCESS[mn]) {
         case ACCESS_READ: {
             u8 v = cpu_operand(n, mode);
@@ -612,7 +612,7 @@ NESLE_DEV void cpu_execute(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
 // loop (nes-core perf #34: `Cpu::step` `#[inline(always)]`): one call a frame, not one an
 // instruction.
 NESLE_FN void cpu_step(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     if (s.cpu_reset_pending) {
         cpu_run_reset(n);
         return;

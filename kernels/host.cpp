@@ -19,8 +19,10 @@ extern "C" u32 nesle_host_state_size(void) { return (u32)sizeof(FlatState); }
 // tests find the first diverging instruction when a frame-level parity check fails.
 extern "C" void nesle_host_cpu_step(FlatState* state, const u8* prg, const u8* chr) {
     Nes n;
-    nes_init(n, state, prg, chr);
+    n.st = *state;
+    nes_init(n, prg, chr);
     nes_step(n);
+    *state = n.st;
 }
 
 // `dots` PPU dots of one console, as the bus's catch-up runs them (`ppu_run`, in bulk where it
@@ -29,11 +31,13 @@ extern "C" void nesle_host_cpu_step(FlatState* state, const u8* prg, const u8* c
 extern "C" void nesle_host_ppu_run(FlatState* state, const u8* prg, const u8* chr, u32 dots, u32 one_by_one,
                                    u8* pixels) {
     Nes n;
-    nes_init(n, state, prg, chr);
+    n.st = *state;
+    nes_init(n, prg, chr);
     n.pixels = pixels;
     if (one_by_one) {
         for (u32 i = 0; i < dots; i++) ppu_tick(n);
     } else {
         ppu_run(n, dots);
     }
+    *state = n.st;
 }

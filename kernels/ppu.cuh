@@ -115,7 +115,7 @@ NESLE_FN void ppu_reload_bg(FlatState& s) {
 }
 
 NESLE_FN void ppu_bg_fetch(Nes& n, u16 d) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     switch (d & 7) {
         case 1:
             if (d >= 9) ppu_reload_bg(s);
@@ -239,7 +239,7 @@ NESLE_FN u16 ppu_sprite_pattern_addr(const FlatState& s, u8 tile, u8 attr, u8 y,
 
 // Sprite pattern fetches, dots 257-320.
 NESLE_FN void ppu_sprite_fetch(Nes& n, u16 d) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u16 step = (d - 257) & 7;
     u32 slot = (d - 257) >> 3;
     if (step == 0 || step == 2) {
@@ -267,11 +267,11 @@ NESLE_FN void ppu_sprite_fetch(Nes& n, u16 d) {
     }
 }
 
-NESLE_FN bool ppu_drawing(const Nes& n) { return n.pixels != nullptr && n.s->ppu_render_pixels; }
+NESLE_FN bool ppu_drawing(const Nes& n) { return n.pixels != nullptr && n.st.ppu_render_pixels; }
 
 // Composes pixel `x` of the current line, sets sprite 0 hit, stores the palette index.
 NESLE_FN void ppu_draw_pixel(Nes& n, u16 x) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u8 mask = s.ppu_mask;
     bool check_hit = s.ppu_spr_zero && (s.ppu_status & STATUS_SPRITE0) == 0 &&
                      (mask & (MASK_BG | MASK_SPRITE)) == (MASK_BG | MASK_SPRITE);
@@ -317,7 +317,7 @@ NESLE_FN void ppu_draw_pixel(Nes& n, u16 x) {
 // meanwhile).
 NESLE_FN void ppu_blank_pixels(Nes& n, u32 k) {
     if (!ppu_drawing(n)) return;
-    const FlatState& s = *n.s;
+    const FlatState& s = n.st;
     u32 first = s.ppu_dot;
     u32 end = first + k < 256 ? first + k : 256;
     if (first >= end) return;
@@ -329,7 +329,7 @@ NESLE_FN void ppu_blank_pixels(Nes& n, u32 k) {
 
 NESLE_FN void ppu_blank_pixel(Nes& n) {
     if (!ppu_drawing(n)) return;
-    const FlatState& s = *n.s;
+    const FlatState& s = n.st;
     u16 index = (s.ppu_v & 0x3f00) == 0x3f00 ? s.ppu_v : 0;
     n.pixels[(u32)s.ppu_scanline * 256 + (s.ppu_dot - 1)] = ppu_palette_read(s, index);
 }
@@ -350,7 +350,7 @@ NESLE_FN void ppu_start_hblank(FlatState& s, bool visible) {
 
 // One dot of a visible line (0-239) or the pre-render line, rendering enabled.
 NESLE_FN void ppu_render_dot(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u16 d = s.ppu_dot;
     bool visible = s.ppu_scanline < 240;
     if (d == 0) return;
@@ -384,7 +384,7 @@ NESLE_FN void ppu_render_dot(Nes& n) {
 // Advances exactly one dot. Out of line (58 KB of sm_90 code, run only for the spans `ppu_run`
 // cannot batch): kept out of `ppu_run`'s loop for the instruction cache (kernel-notes #19).
 NESLE_DEV void ppu_tick(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     s.ppu_dot_clock += 1;
     if (s.ppu_dot == 339 && s.ppu_scanline == PPU_PRERENDER_LINE && s.ppu_skip_last_dot) {
         s.ppu_dot = 340;  // odd frames with rendering on skip the last dot of the pre-render line
@@ -437,13 +437,13 @@ NESLE_DEV void ppu_tick(Nes& n) {
 // it is not CHR, so no range test.
 NESLE_FN u8 ppu_read_nt(Nes& n, u16 addr, u64 dot) {
     cart_ppu_addr(n, addr, dot);
-    return n.s->cart_ciram[cart_nametable_offset(*n.s, addr)];
+    return n.st.cart_ciram[cart_nametable_offset(n.st, addr)];
 }
 
 // The PPU's rendering fetch of a pattern byte (cart.rs Cart::ppu_read_chr).
 NESLE_FN u8 ppu_read_chr(Nes& n, u16 addr, u64 dot) {
     cart_ppu_addr(n, addr, dot);
-    const FlatState& s = *n.s;
+    const FlatState& s = n.st;
     u32 off = cart_chr_offset(s, addr);
     return s.cart_chr_is_ram ? s.cart_chr_ram[off] : n.chr[off];
 }
@@ -451,7 +451,7 @@ NESLE_FN u8 ppu_read_chr(Nes& n, u16 addr, u64 dot) {
 // Whether any pixel of this line can still matter: output is on, or sprite 0 may hit
 // (render.rs line_draws).
 NESLE_FN bool ppu_line_draws(const Nes& n) {
-    const FlatState& s = *n.s;
+    const FlatState& s = n.st;
     return ppu_drawing(n) || (s.ppu_spr_zero && (s.ppu_status & STATUS_SPRITE0) == 0 &&
                               (s.ppu_mask & (MASK_BG | MASK_SPRITE)) == (MASK_BG | MASK_SPRITE));
 }
@@ -477,7 +477,7 @@ NESLE_FN void nes_store8(u8* p, u64 v) {
 // sm_90; the kernel's register cap now bounds that, kernel-notes #25, #28). Out of line: drawn only with
 // pixel output or near sprite 0, so `ppu_render_tile` stays small (kernel-notes #19).
 NESLE_DEV void ppu_draw_tile(Nes& n, u16 x0) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u8 mask = s.ppu_mask;
     bool left = x0 == 0;
     bool show_bg = (mask & MASK_BG) && (!left || (mask & MASK_BG_LEFT));
@@ -549,7 +549,7 @@ NESLE_DEV void ppu_draw_tile(Nes& n, u16 x0) {
 // line's sprite evaluation). The four fetches only fill latches, which nothing reads before
 // the next tile's reload, so they run after the pixels, each with its own dot's clock.
 NESLE_DEV void ppu_render_tile(Nes& n, bool eval) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u16 d0 = s.ppu_dot + 1;
     u64 clock = s.ppu_dot_clock + 1;
     bool visible = s.ppu_scanline < 240 && d0 < 256;
@@ -606,7 +606,7 @@ NESLE_DEV void ppu_render_tile(Nes& n, bool eval) {
 // Dots dot+1 ..= dot+8 at once, one sprite-fetch slot (dot+1 is 257, 265, ..., 313): the same
 // work as 8 `ppu_render_dot`s (render.rs sprite_slot).
 NESLE_DEV void ppu_sprite_slot(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u16 d0 = s.ppu_dot + 1;
     u64 clock = s.ppu_dot_clock + 1;
     bool visible = s.ppu_scanline < 240;
@@ -650,7 +650,7 @@ NESLE_DEV void ppu_sprite_slot(Nes& n) {
 NESLE_FN u64 ppu_oam_visible(Nes& n) {
     if (!n.oam_visible_valid) {
         u64 m = 0;
-        for (u32 k = 0; k < 64; k++) m |= (u64)(n.s->ppu_oam[k * 4] < 240) << k;
+        for (u32 k = 0; k < 64; k++) m |= (u64)(n.st.ppu_oam[k * 4] < 240) << k;
         n.oam_visible = m;
         n.oam_visible_valid = true;
     }
@@ -659,7 +659,7 @@ NESLE_FN u64 ppu_oam_visible(Nes& n) {
 
 // Called for visible lines only (0-239): a sprite with Y >= 240 is never in range there.
 NESLE_DEV void ppu_sprite_eval_line(Nes& nes) {
-    FlatState& s = *nes.s;
+    FlatState& s = nes.st;
     i32 height = (s.ppu_ctrl & CTRL_SPRITE_16) ? 16 : 8;
     i32 line = s.ppu_scanline;
     u8 oam_addr = s.ppu_oam_addr;
@@ -778,7 +778,7 @@ NESLE_DEV void ppu_sprite_eval_line(Nes& nes) {
 // is overwritten in the latches by tile 249 and shifted out of the 16-bit shifters by dot 256,
 // so only the last three tiles run.
 NESLE_DEV void ppu_line_fast(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     if (s.ppu_scanline < 240) {
         // Dots 1-64 fill secondary OAM with $FF (the part before `dot` already did), then
         // 65-256 evaluate the next line.
@@ -800,7 +800,7 @@ NESLE_DEV void ppu_line_fast(Nes& n) {
 // two garbage nametable fetches, the move to the next line (never a new frame: only the
 // pre-render line ends one). render.rs line_tail.
 NESLE_FN void ppu_line_tail(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u64 clock = s.ppu_dot_clock + 1;
     ppu_shift_bg(s);
     ppu_reload_bg(s);
@@ -829,7 +829,7 @@ NESLE_FN void ppu_hblank_units(FlatState& s) {
 // bus (render.rs hblank_fast): the garbage nametable fetches and the pattern fetches of empty
 // sprite slots (tile $FF, loaded as transparent) then have no effect, so only used slots read.
 NESLE_DEV void ppu_hblank_fast(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     ppu_hblank_units(s);
     for (u32 slot = 0; slot < 8; slot++) {
         u8 y = s.ppu_sec_oam[slot * 4];
@@ -868,7 +868,7 @@ NESLE_DEV void ppu_hblank_fast(Nes& n) {
 // lines, overwrites every latch, shifter and sprite unit before anything reads them). Line 239
 // always prefetches: what it leaves stays until the pre-render line.
 NESLE_DEV void ppu_line_whole(Nes& n, bool next_ends_here) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     for (u32 i = 0; i < 32; i++) s.ppu_sec_oam[i] = 0xff;
     s.ppu_eval_buffer = 0xff;
     ppu_sprite_eval_line(n);
@@ -896,7 +896,7 @@ NESLE_DEV void ppu_line_whole(Nes& n, bool next_ends_here) {
 // Advances `count` dots, exactly as `count` calls of `ppu_tick` would (Ppu::run): the bus's
 // lazy catch-up. Spans without per-dot events run in bulk; everything else dot by dot.
 NESLE_DEV void ppu_run(Nes& n, u32 count) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     bool watches = s.cart_kind == MAPPER_MMC3;  // Cart::watches_ppu_bus
     while (count > 0) {
         u16 d = s.ppu_dot;
@@ -989,7 +989,7 @@ NESLE_FN u32 ppu_dots_to_nmi_event(const FlatState& s) {
 // (nes-core: `self.in_range[self.scanline].count_ones() < 8` after `build_in_range`), cached in
 // `Nes::in_range_key` for one line: asked at most a few times a line by `$2002` polls.
 NESLE_FN bool ppu_in_range_fewer_than_8(Nes& n) {
-    const FlatState& s = *n.s;
+    const FlatState& s = n.st;
     u16 line = s.ppu_scanline;
     u16 key = (u16)(line | ((s.ppu_ctrl & CTRL_SPRITE_16) ? 0x100 : 0));
     if (n.in_range_key != key) {
@@ -1018,7 +1018,7 @@ NESLE_FN bool ppu_in_range_fewer_than_8(Nes& n) {
 // first, so the bound holds until the next catch-up. Out of line: asked only by `$2002` reads
 // and the poll fast-forward, and kept out of `bus_read`'s registers.
 NESLE_DEV u32 ppu_dots_to_status_change(Nes& n) {
-    const FlatState& s = *n.s;
+    const FlatState& s = n.st;
     u32 dist = ppu_dots_to_nmi_event(s) - 1;
     // Lines 240-260 change nothing before 261/1; rendering off: no evaluation or hit until a
     // `$2001` write.
@@ -1054,7 +1054,7 @@ NESLE_FN bool ppu_idle_status_read(const FlatState& s, u8& value) {
 }
 
 NESLE_FN void ppu_increment_v_after_access(Nes& n) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     if (ppu_rendering(s) && ppu_on_render_line(s)) {
         ppu_increment_x(s);
         ppu_increment_y(s);
@@ -1092,7 +1092,7 @@ NESLE_FN void ppu_write_oam_data(FlatState& s, u8 v) {
 
 // A CPU read of $2000-$3FFF.
 NESLE_DEV u8 ppu_cpu_read(Nes& n, u16 addr) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     u8 value;
     switch (addr & 7) {
         case 2:
@@ -1123,7 +1123,7 @@ NESLE_DEV u8 ppu_cpu_read(Nes& n, u16 addr) {
 
 // A CPU write of $2000-$3FFF.
 NESLE_DEV void ppu_cpu_write(Nes& n, u16 addr, u8 v) {
-    FlatState& s = *n.s;
+    FlatState& s = n.st;
     s.ppu_io_latch = v;
     switch (addr & 7) {
         case 0:
