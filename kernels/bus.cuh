@@ -143,16 +143,6 @@ NESLE_FN void bus_catch_up_ppu(Nes& n) {
     if (bus_ppu_owed(n) != 0) bus_run_ppu(n, 0);
 }
 
-// The owed dots up to the start of the line the PPU would be on now, the rest left owed: a
-// catch-up that may run at any time (nes_run_frame's shared one, kernel-notes #31) ends on a
-// line boundary, so whole lines stay whole for `ppu_line_whole`. (A pre-render line one dot
-// short only moves the stop by a dot: any stop is exact.)
-NESLE_FN void bus_catch_up_ppu_lines(Nes& n) {
-    u32 owed = bus_ppu_owed(n);
-    u32 keep = (n.st.ppu_dot + owed) % 341;
-    if (keep < owed) bus_run_ppu(n, keep);
-}
-
 // A read without the clock: what the CPU would see at `addr` now.
 NESLE_FN u8 bus_read_mem(Nes& n, u16 addr) {
     FlatState& s = n.st;

@@ -142,33 +142,19 @@ NESLE_DEV u32 nes_run_frame(Nes& n) {
     // number of rounds, as the `_sync` calls need. NESLE_PC_VOTE=2 ranks by stack depth first
     // (the deepest subroutine returns first), then PC (crates/nes-core/examples/warp_model.rs
     // models both). A finished thread votes the key no running thread can have, so one
-    // reduction a round both picks the threads and ends the loop. A thread that owes the PPU
-    // more than NESLE_PPU_SYNC dots votes 0, below every key (they are shifted up by one), and
-    // then every running thread catches up to its current line in that round: a catch-up
-    // between two instructions is exact at any time (the PPU runs lazily; the catch-ups the
-    // bus needs still come first), and run together it renders ~32 threads' lines at once,
-    // where the catch-ups the CPU's reads and the vertical-blank deadline trigger run each in
-    // a small vote group.
+    // reduction a round both picks the threads and ends the loop.
     u32 mask = __activemask();
     bool done = false;
     for (;;) {
-        u32 key = done ? 0xffffffffu
-                       : NESLE_PPU_SYNC && bus_ppu_owed(n) > NESLE_PPU_SYNC
-                           ? 0
-                           : (NESLE_PC_VOTE == 2 ? (u32)s.cpu_s << 16 | s.cpu_pc : s.cpu_pc) + 1;
+        u32 key = done ? 0xffffffffu : NESLE_PC_VOTE == 2 ? (u32)s.cpu_s << 16 | s.cpu_pc : s.cpu_pc;
         u32 low = __reduce_min_sync(mask, key);
         if (low == 0xffffffffu) break;
-        if (low == 0) {
-            if (!done) bus_catch_up_ppu_lines(n);
-            continue;
-        }
         if (key != low) continue;
         ran += 1;
         done = nes_frame_step(n, steps) || s.ppu_frame_complete;
     }
 #else
     while (!s.ppu_frame_complete) {
-        if (NESLE_PPU_SYNC && bus_ppu_owed(n) > NESLE_PPU_SYNC) bus_catch_up_ppu_lines(n);
         ran += 1;
         if (nes_frame_step(n, steps)) break;
     }

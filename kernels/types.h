@@ -46,12 +46,3 @@ static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-w
 #else
 #define NESLE_WARP_VOTE 0
 #endif
-
-// The PPU caught up together (nes_run_frame, kernel-notes #31): once any thread of a warp owes
-// more than this many dots, every thread of it catches its PPU up in the same round, so the
-// rendering runs with the warp's threads together instead of in the small groups of the PC vote.
-// 0 turns it off. The host build catches up on the same threshold (each env alone), so its
-// parity tests run the PPU in the same kind of batches.
-#ifndef NESLE_PPU_SYNC
-#define NESLE_PPU_SYNC 2728
-#endif
