@@ -893,107 +893,82 @@ NESLE_DEV void ppu_line_whole(Nes& n, bool next_ends_here) {
 
 // --- ppu.rs: the catch-up entry points ---
 
-// One step of ppu_run's catch-up from where the PPU is (`count` > 0 dots owed, `watches`:
-// Cart::watches_ppu_bus): a span without per-dot events in bulk, else one dot. Returns the dots
-// still owed.
-NESLE_FN u32 ppu_run_step(Nes& n, u32 count, bool watches) {
-    FlatState& s = n.st;
-    u16 d = s.ppu_dot;
-    u16 line = s.ppu_scanline;
-    if (count >= 8 && (d & 7) == 0 && ppu_rendering(s) && ppu_on_render_line(s)) {
-        // From any tile boundary up to dot 64 of a visible line (nes-core perf #29: the
-        // batches a `$2002` poll leaves start a few dots into the line): the whole line
-        // when the batch holds it, else up to dot 256.
-        if (d <= 64 && !ppu_line_draws(n) && !watches) {
-            if (line < 240 && count >= 341u - d) {
-                count -= 341 - d;
-                ppu_line_whole(n, count >= 341);
-                return count;
-            }
-            if ((line < 240 && count >= 256u - d) || (d == 8 && line == PPU_PRERENDER_LINE && count >= 248)) {
-                count -= 256 - d;
-                ppu_line_fast(n);
-                return count;
-            }
-        }
-        if (d == 64 && count >= 192 && line < 240) {
-            // Dots 65-256: evaluate the next line's sprites at once, then the tiles.
-            ppu_sprite_eval_line(n);
-            for (u32 i = 0; i < 24; i++) ppu_render_tile(n, false);
-            count -= 192;
-            return count;
-        }
-        if ((u16)(d - 8) <= 240 || (u16)(d - 320) <= 8 || (d == 0 && line < 240)) {
-            ppu_render_tile(n, true);
-            count -= 8;
-            return count;
-        }
-        if (d == 256 && count >= 85 && line < 240 && !watches) {
-            ppu_hblank_fast(n);
-            count -= 85;
-            return count;
-        }
-        if ((u16)(d - 256) <= 56) {
-            ppu_sprite_slot(n);
-            count -= 8;
-            return count;
-        }
-        if (d == 336 && line < 240) {
-            ppu_line_tail(n);
-            count -= 5;
-            return count;
-        }
-    }
-    if (line < 240 && d < 340 && !ppu_rendering(s)) {
-        // A visible line with rendering off only shows one colour on dots 1-256 (the
-        // backdrop, or the palette entry `v` points at; ppu_tick's `ppu_blank_pixel`):
-        // skip to the line's last dot, filling those pixels at once.
-        u32 k = 340 - d;
-        if (k > count) k = count;
-        ppu_blank_pixels(n, k);
-        s.ppu_dot = (u16)(d + k);
-        s.ppu_dot_clock += k;
-        count -= k;
-        return count;
-    }
-    if ((u16)(line - 240) <= 20 && d < 340 && (line != PPU_VBLANK_LINE || d != 0)) {
-        // Lines 240-260 do nothing but set VBL at 241/1: skip to the line's last dot.
-        u32 k = 340 - d;
-        if (k > count) k = count;
-        s.ppu_dot = (u16)(d + k);
-        s.ppu_dot_clock += k;
-        count -= k;
-        return count;
-    }
-    ppu_tick(n);
-    return count - 1;
-}
-
 // Advances `count` dots, exactly as `count` calls of `ppu_tick` would (Ppu::run): the bus's
 // lazy catch-up. Spans without per-dot events run in bulk; everything else dot by dot.
 NESLE_DEV void ppu_run(Nes& n, u32 count) {
     FlatState& s = n.st;
     bool watches = s.cart_kind == MAPPER_MMC3;  // Cart::watches_ppu_bus
-#if NESLE_WARP_VOTE
-    // The threads that catch up together are mostly at different dots, and each step's span
-    // depends on where it starts (a whole line, a tile, a dot), so left alone they soon run
-    // their steps apart. As the PC vote does for the CPU (kernel-notes #32): each round only
-    // the threads furthest behind in the frame (from vertical blank at 241/1 on, where
-    // nes_run_frame ends) take a step, so a thread that started earlier catches up with the
-    // others and from the dot where they meet they run every step together. Which thread
-    // waits changes no PPU's own steps.
-    u32 mask = __activemask();
-    for (;;) {
-        u32 line = s.ppu_scanline;
-        u32 since_vblank = line >= PPU_VBLANK_LINE ? line - PPU_VBLANK_LINE : line + PPU_LINES_PER_FRAME - PPU_VBLANK_LINE;
-        u32 key = count == 0 ? 0xffffffffu : since_vblank * PPU_DOTS_PER_LINE + s.ppu_dot;
-        u32 low = __reduce_min_sync(mask, key);
-        if (low == 0xffffffffu) break;
-        if (key == low) count = ppu_run_step(n, count, watches);
+    while (count > 0) {
+        u16 d = s.ppu_dot;
+        u16 line = s.ppu_scanline;
+        if (count >= 8 && (d & 7) == 0 && ppu_rendering(s) && ppu_on_render_line(s)) {
+            // From any tile boundary up to dot 64 of a visible line (nes-core perf #29: the
+            // batches a `$2002` poll leaves start a few dots into the line): the whole line
+            // when the batch holds it, else up to dot 256.
+            if (d <= 64 && !ppu_line_draws(n) && !watches) {
+                if (line < 240 && count >= 341u - d) {
+                    count -= 341 - d;
+                    ppu_line_whole(n, count >= 341);
+                    continue;
+                }
+                if ((line < 240 && count >= 256u - d) || (d == 8 && line == PPU_PRERENDER_LINE && count >= 248)) {
+                    count -= 256 - d;
+                    ppu_line_fast(n);
+                    continue;
+                }
+            }
+            if (d == 64 && count >= 192 && line < 240) {
+                // Dots 65-256: evaluate the next line's sprites at once, then the tiles.
+                ppu_sprite_eval_line(n);
+                for (u32 i = 0; i < 24; i++) ppu_render_tile(n, false);
+                count -= 192;
+                continue;
+            }
+            if ((u16)(d - 8) <= 240 || (u16)(d - 320) <= 8 || (d == 0 && line < 240)) {
+                ppu_render_tile(n, true);
+                count -= 8;
+                continue;
+            }
+            if (d == 256 && count >= 85 && line < 240 && !watches) {
+                ppu_hblank_fast(n);
+                count -= 85;
+                continue;
+            }
+            if ((u16)(d - 256) <= 56) {
+                ppu_sprite_slot(n);
+                count -= 8;
+                continue;
+            }
+            if (d == 336 && line < 240) {
+                ppu_line_tail(n);
+                count -= 5;
+                continue;
+            }
+        }
+        if (line < 240 && d < 340 && !ppu_rendering(s)) {
+            // A visible line with rendering off only shows one colour on dots 1-256 (the
+            // backdrop, or the palette entry `v` points at; ppu_tick's `ppu_blank_pixel`):
+            // skip to the line's last dot, filling those pixels at once.
+            u32 k = 340 - d;
+            if (k > count) k = count;
+            ppu_blank_pixels(n, k);
+            s.ppu_dot = (u16)(d + k);
+            s.ppu_dot_clock += k;
+            count -= k;
+            continue;
+        }
+        if ((u16)(line - 240) <= 20 && d < 340 && (line != PPU_VBLANK_LINE || d != 0)) {
+            // Lines 240-260 do nothing but set VBL at 241/1: skip to the line's last dot.
+            u32 k = 340 - d;
+            if (k > count) k = count;
+            s.ppu_dot = (u16)(d + k);
+            s.ppu_dot_clock += k;
+            count -= k;
+            continue;
+        }
+        ppu_tick(n);
+        count -= 1;
     }
-#else
-    while (count > 0) count = ppu_run_step(n, count, watches);
-#endif
 }
 
 // Dots from now until the next dot on which the NMI line can change by itself (VBL set at
