@@ -1002,6 +1002,29 @@ NESLE_FN bool ppu_in_range_fewer_than_8(Nes& n) {
     return n.in_range_lt8;
 }
 
+// Ppu::eval_cannot_fill: mid-evaluation (dots 65-255, the scan not done), whether the rest of
+// the scan cannot fill secondary OAM, so the overflow flag cannot rise on this line. With no
+// sprite being copied, each pair still to come reads a Y byte, of sprites `eval_n..64` in order
+// as an aligned scan does (after an odd dot the pair's byte is already in `eval_buffer`; after
+// an even one OAMADDR must point at sprite `eval_n`), and secondary OAM fills only if enough of
+// them are in range.
+NESLE_FN bool ppu_eval_cannot_fill(const FlatState& s) {
+    if (s.ppu_eval_m != 0 || s.ppu_eval_in_range || s.ppu_eval_sec_addr >= 32) return false;
+    u32 need = (32u - s.ppu_eval_sec_addr) / 4;
+    u32 found = 0, next = s.ppu_eval_n;
+    if (s.ppu_dot & 1) {
+        found = ppu_sprite_in_range(s, s.ppu_eval_buffer);
+        next += 1;
+    } else if (s.ppu_oam_addr != (u8)(s.ppu_eval_n << 2)) {
+        return false;
+    }
+    for (u32 k = next; k < 64; k++) {
+        found += ppu_sprite_in_range(s, s.ppu_oam[k * 4]);
+        if (found >= need) return false;
+    }
+    return found < need;
+}
+
 // Ppu::dots_to_status_change: dots from now until the first dot on which `$2002`'s bits 5-7
 // may change by themselves; never late, possibly early. Before it, a `$2002` read returns the
 // same value whether the PPU has caught up or not, and its side effects (VBL clear, `w`, the I/O
@@ -1010,9 +1033,11 @@ NESLE_FN bool ppu_in_range_fewer_than_8(Nes& n) {
 // * VBL set/clear, and the clear of hit and overflow at 261/1: `ppu_dots_to_nmi_event`, less
 //   one (a read on the dot before VBL, 241/0, suppresses it: `ppu_cpu_read` must see it);
 // * sprite 0 hit (both layers shown, flag clear): this line from pixel `spr_x[0]` (dot
-//   `spr_x[0] + 1`) when unit 0 holds sprite 0, else the next line's dot 1;
+//   `spr_x[0] + 1`) when unit 0 holds sprite 0 and its last pixel (dot `spr_x[0] + 8`) is
+//   still to come, else the next line's dot 1;
 // * sprite overflow (flag clear): dots 65-256 of a visible line, unless this line's evaluation
-//   is done or cannot fill secondary OAM (aligned OAMADDR and fewer than 8 sprites in range);
+//   is done or cannot fill secondary OAM (aligned OAMADDR and fewer than 8 sprites in range;
+//   or, under way, too few of the sprites still to read in range: `ppu_eval_cannot_fill`);
 //   else the next line's dot 65.
 // Register writes that change any of this ($2000/$2001/$2003/$2004, OAM DMA) catch the PPU up
 // first, so the bound holds until the next catch-up. Out of line: asked only by `$2002` reads
@@ -1030,13 +1055,13 @@ NESLE_DEV u32 ppu_dots_to_status_change(Nes& n) {
     const u8 both = MASK_BG | MASK_SPRITE;
     if ((s.ppu_status & STATUS_SPRITE0) == 0 && (s.ppu_mask & both) == both) {
         u32 first = (u32)s.ppu_spr_x[0] + 1;
-        u32 hit = (s.ppu_scanline < 240 && d < 257 && s.ppu_spr_zero && first <= 255)
+        u32 hit = (s.ppu_scanline < 240 && d < 257 && d < first + 7 && s.ppu_spr_zero && first <= 255)
                       ? (first > d + 1 ? first : d + 1) - d
                       : next + 1;
         if (hit < dist) dist = hit;
     }
     if ((s.ppu_status & STATUS_OVERFLOW) == 0) {
-        bool this_line_done = s.ppu_scanline >= 240 || d >= 256 || (d >= 65 && s.ppu_eval_done) ||
+        bool this_line_done = s.ppu_scanline >= 240 || d >= 256 || (d >= 65 && (s.ppu_eval_done || ppu_eval_cannot_fill(s))) ||
                               (d < 65 && (s.ppu_oam_addr & 3) == 0 && ppu_in_range_fewer_than_8(n));
         u32 overflow = this_line_done ? next + 65 : (65 > d + 1 ? 65 : d + 1) - d;
         if (overflow < dist) dist = overflow;

@@ -455,11 +455,13 @@ impl Ppu {
     /// * VBL set/clear, and the clear of hit and overflow at 261/1: `dots_to_nmi_event`, less
     ///   one (the dot before VBL is where a read suppresses it);
     /// * sprite 0 hit (both layers shown, flag clear): on this line from pixel `spr_x[0]`
-    ///   (dot `spr_x[0] + 1`) when unit 0 holds sprite 0, else the next line's dot 1;
+    ///   (dot `spr_x[0] + 1`) when unit 0 holds sprite 0 and its last pixel (dot
+    ///   `spr_x[0] + 8`) is still to come, else the next line's dot 1;
     /// * sprite overflow (flag clear): dots 65-256 of a visible line, unless this line's
     ///   evaluation is done or cannot fill secondary OAM (it starts aligned, OAMADDR & 3 = 0,
     ///   and fewer than 8 sprites are in range: only after 8 hits does the scan read other
-    ///   bytes as Y); the next line's from dot 65.
+    ///   bytes as Y; or, under way, too few of the sprites it has still to read are in
+    ///   range: `eval_cannot_fill`); the next line's from dot 65.
     ///
     /// Register writes that change any of this (`$2000`/`$2001`/`$2003`/`$2004`, OAM DMA)
     /// catch the PPU up first, so the bound holds until the next catch-up.
@@ -480,7 +482,7 @@ impl Ppu {
         let both = MASK_BG | MASK_SPRITE;
         if self.status & STATUS_SPRITE0 == 0 && self.mask & both == both {
             let first = self.spr_x[0] as u32 + 1;
-            let hit = if self.scanline < 240 && d < 257 && self.spr_zero && first <= 255 {
+            let hit = if self.scanline < 240 && d < 257 && d < first + 7 && self.spr_zero && first <= 255 {
                 first.max(d + 1) - d
             } else {
                 next_line(1)
@@ -490,7 +492,7 @@ impl Ppu {
         if self.status & STATUS_OVERFLOW == 0 {
             let this_line_done = self.scanline >= 240
                 || d >= 256
-                || (d >= 65 && self.eval_done)
+                || (d >= 65 && (self.eval_done || self.eval_cannot_fill()))
                 || (d < 65 && self.oam_addr & 3 == 0 && {
                     if !self.in_range_valid {
                         self.build_in_range();

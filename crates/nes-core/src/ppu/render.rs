@@ -575,6 +575,35 @@ impl Ppu {
         row >= 0 && row < height
     }
 
+    /// Mid-evaluation (dots 65-255, the scan not done): whether the rest of the scan cannot
+    /// fill secondary OAM, so the overflow flag cannot rise on this line. With no sprite being
+    /// copied (`eval_m` 0, no hit pending), each pair still to come reads a Y byte, of sprites
+    /// `eval_n..64` in order as an aligned scan does (after an odd dot the pair's byte is
+    /// already in `eval_buffer`; after an even one OAMADDR must point at sprite `eval_n`), and
+    /// secondary OAM fills only if enough of them are in range. (SMB polls `$2002` across
+    /// these dots on the lines above its sprite-0 hit: without this the poll fast-forward
+    /// stopped at every iteration there.)
+    pub(super) fn eval_cannot_fill(&self) -> bool {
+        if self.eval_m != 0 || self.eval_in_range || self.eval_sec_addr >= 32 {
+            return false;
+        }
+        let need = (32 - self.eval_sec_addr as u32) / 4;
+        let (mut found, next) = if self.dot & 1 == 1 {
+            (self.sprite_in_range(self.eval_buffer) as u32, self.eval_n as usize + 1)
+        } else if self.oam_addr == self.eval_n << 2 {
+            (0, self.eval_n as usize)
+        } else {
+            return false;
+        };
+        for k in next..64 {
+            found += self.sprite_in_range(self.oam[k * 4]) as u32;
+            if found >= need {
+                return false;
+            }
+        }
+        found < need
+    }
+
     /// The even-dot half of sprite evaluation.
     #[inline]
     fn sprite_eval_write(&mut self) {
