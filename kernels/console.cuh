@@ -25,6 +25,7 @@ NESLE_FN void nes_init(Nes& n, const u8* prg, const u8* chr) {
     n.apu_length_writes_pending = true;
     n.in_range_key = 0xffff;  // Ppu::load: `in_range_valid = false`
     n.oam_visible_valid = false;
+    n.sprite_lines_valid = false;
     n.settled = CPU_UNSETTLED;  // Cpu::load
     bus_update_deadlines(n);
     bus_refresh_lines(n);

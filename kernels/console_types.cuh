@@ -50,6 +50,14 @@ struct Nes {
     // `nes_init` and any OAM write, with `in_range_key`).
     u64 oam_visible;
     bool oam_visible_valid;
+    // Bit l of `sprite_lines` set when some sprite is in range of visible line l at the sprite
+    // height `sprite_lines_tall` (8x16 or not) it was built for: on the lines without one (most
+    // of a frame) `ppu_sprite_eval_line` skips its in-range scan (kernel-notes #35; nes-core's
+    // 240 masks give it the same, in 1,920 bytes). Derived; rebuilt when `sprite_lines_valid`
+    // is false (cleared with `oam_visible_valid`) or the height changed.
+    u32 sprite_lines[8];
+    bool sprite_lines_tall;
+    bool sprite_lines_valid;
     // Cpu::settled: `lines` of the last interrupt sample when another sample with the same
     // lines would change nothing (the pipeline has settled), else CPU_UNSETTLED; a cycle then
     // skips the sample's stores (nes-core perf-notes #30, #31). The sample also reads P's I

@@ -657,6 +657,27 @@ NESLE_FN u64 ppu_oam_visible(Nes& n) {
     return n.oam_visible;
 }
 
+// Whether some sprite is in range of visible line `line` (`Nes::sprite_lines`), rebuilt from the
+// visible sprites when OAM or the sprite height changed: sprite k covers lines Y ..= Y + h - 1.
+NESLE_DEV void ppu_build_sprite_lines(Nes& n, bool tall) {
+    u32 h = tall ? 16 : 8;
+    for (u32 i = 0; i < 8; i++) n.sprite_lines[i] = 0;
+    for (u64 m = ppu_oam_visible(n); m != 0; m &= m - 1) {
+        u32 y = n.st.ppu_oam[nes_ctz64(m) * 4];
+        u64 run = ((1ull << h) - 1) << (y & 31);  // up to 47 bits: two words at most
+        n.sprite_lines[y >> 5] |= (u32)run;
+        if ((y >> 5) < 7) n.sprite_lines[(y >> 5) + 1] |= (u32)(run >> 32);
+    }
+    n.sprite_lines_tall = tall;
+    n.sprite_lines_valid = true;
+}
+
+NESLE_FN bool ppu_line_has_sprites(Nes& n, u32 line) {
+    bool tall = (n.st.ppu_ctrl & CTRL_SPRITE_16) != 0;
+    if (!n.sprite_lines_valid || n.sprite_lines_tall != tall) ppu_build_sprite_lines(n, tall);
+    return (n.sprite_lines[line >> 5] >> (line & 31)) & 1;
+}
+
 // Called for visible lines only (0-239): a sprite with Y >= 240 is never in range there.
 NESLE_DEV void ppu_sprite_eval_line(Nes& nes) {
     FlatState& s = nes.st;
@@ -689,8 +710,9 @@ NESLE_DEV void ppu_sprite_eval_line(Nes& nes) {
             u32 start = n;
             u32 limit = start + (96 - pair);
             if (limit > 64) limit = 64;
-            // The first in-range sprite in [start, limit), found among the visible ones.
-            u64 cand = ppu_oam_visible(nes) & (~0ull << start);
+            // The first in-range sprite in [start, limit), found among the visible ones (none
+            // on a line no sprite covers).
+            u64 cand = ppu_line_has_sprites(nes, line) ? ppu_oam_visible(nes) & (~0ull << start) : 0;
             if (limit < 64) cand &= (1ull << limit) - 1;
             u32 k = limit;
             for (; cand != 0; cand &= cand - 1) {
@@ -995,7 +1017,8 @@ NESLE_FN bool ppu_in_range_fewer_than_8(Nes& n) {
     if (n.in_range_key != key) {
         u32 height = (s.ppu_ctrl & CTRL_SPRITE_16) ? 16 : 8;
         u32 c = 0;
-        for (u32 k = 0; k < 64 && c < 8; k++) c += (u32)((i32)line - (i32)s.ppu_oam[k * 4]) < height;
+        if (ppu_line_has_sprites(n, line))
+            for (u32 k = 0; k < 64 && c < 8; k++) c += (u32)((i32)line - (i32)s.ppu_oam[k * 4]) < height;
         n.in_range_key = key;
         n.in_range_lt8 = c < 8;
     }
@@ -1008,7 +1031,8 @@ NESLE_FN bool ppu_in_range_fewer_than_8(Nes& n) {
 // as an aligned scan does (after an odd dot the pair's byte is already in `eval_buffer`; after
 // an even one OAMADDR must point at sprite `eval_n`), and secondary OAM fills only if enough of
 // them are in range.
-NESLE_FN bool ppu_eval_cannot_fill(const FlatState& s) {
+NESLE_FN bool ppu_eval_cannot_fill(Nes& n) {
+    const FlatState& s = n.st;
     if (s.ppu_eval_m != 0 || s.ppu_eval_in_range || s.ppu_eval_sec_addr >= 32) return false;
     u32 need = (32u - s.ppu_eval_sec_addr) / 4;
     u32 found = 0, next = s.ppu_eval_n;
@@ -1018,6 +1042,7 @@ NESLE_FN bool ppu_eval_cannot_fill(const FlatState& s) {
     } else if (s.ppu_oam_addr != (u8)(s.ppu_eval_n << 2)) {
         return false;
     }
+    if (!ppu_line_has_sprites(n, s.ppu_scanline)) return found < need;
     for (u32 k = next; k < 64; k++) {
         found += ppu_sprite_in_range(s, s.ppu_oam[k * 4]);
         if (found >= need) return false;
@@ -1061,7 +1086,7 @@ NESLE_DEV u32 ppu_dots_to_status_change(Nes& n) {
         if (hit < dist) dist = hit;
     }
     if ((s.ppu_status & STATUS_OVERFLOW) == 0) {
-        bool this_line_done = s.ppu_scanline >= 240 || d >= 256 || (d >= 65 && (s.ppu_eval_done || ppu_eval_cannot_fill(s))) ||
+        bool this_line_done = s.ppu_scanline >= 240 || d >= 256 || (d >= 65 && (s.ppu_eval_done || ppu_eval_cannot_fill(n))) ||
                               (d < 65 && (s.ppu_oam_addr & 3) == 0 && ppu_in_range_fewer_than_8(n));
         u32 overflow = this_line_done ? next + 65 : (65 > d + 1 ? 65 : d + 1) - d;
         if (overflow < dist) dist = overflow;
@@ -1166,6 +1191,7 @@ NESLE_DEV void ppu_cpu_write(Nes& n, u16 addr, u8 v) {
             // Ppu::write_oam_data's `in_range_valid = false` (any write, OAM DMA included).
             n.in_range_key = 0xffff;
             n.oam_visible_valid = false;
+            n.sprite_lines_valid = false;
             ppu_write_oam_data(s, v);
             break;
         case 5:
