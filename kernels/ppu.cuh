@@ -794,6 +794,50 @@ NESLE_DEV void ppu_sprite_eval_line(Nes& nes) {
     if (overflow) s.ppu_status |= STATUS_OVERFLOW;
 }
 
+// How many tiles from the tile boundary `d` (< 232) of a visible line without pixel output a
+// batch of `count` dots can run as `ppu_skip_tiles` (kernel-notes #36): tiles whose pixels
+// cannot matter, i.e. all of them, or those before sprite 0's when its hit can still come
+// (`ppu_line_draws`: then the tiles from `spr_x[0]` - 6 to `spr_x[0]` + 8 are drawn), each
+// followed in the batch by three real tiles. A tile's pixels read what the two tiles before it
+// fetched, and after three real tiles the shifters and latches hold nothing a skipped tile
+// left (the last three tiles of a line always run, as in `ppu_line_fast`), so the state is
+// exact wherever the batch ends.
+NESLE_FN u32 ppu_quiet_tiles(const Nes& n, u16 d, u32 count) {
+    u32 end = 232;
+    if (ppu_line_draws(n)) {
+        u32 first = 8 * (n.st.ppu_spr_x[0] >> 3) + 1;  // the first tile start under sprite 0
+        if (d + 1u <= first + 8) end = first >= d + 17u ? first - 17 : d;
+    }
+    if (end <= d) return 0;
+    u32 k = (end - d) / 8, fit = (count - 24) / 8;
+    return k < fit ? k : fit;
+}
+
+// Dots dot+1 ..= dot+8k of a visible rendering line, k tiles from a tile boundary, none of
+// whose pixels matters and no board watching the PPU bus (`ppu_quiet_tiles`): of each tile
+// only coarse X and its share of the sprite evaluation remain (the secondary OAM clear on dots
+// 1-64, the evaluation dot by dot from 65, as `ppu_render_tile` with `eval` does them); its
+// fetches and shifts, which three later tiles overwrite, are left out.
+NESLE_DEV void ppu_skip_tiles(Nes& n, u32 k) {
+    FlatState& s = n.st;
+    u16 d0 = s.ppu_dot + 1;
+    for (u32 i = 0; i < k; i++, d0 += 8) {
+        if (d0 + 7 <= 64) {
+            s.ppu_eval_buffer = 0xff;
+            u32 at = (d0 >> 3) * 4;
+            for (u32 j = 0; j < 4; j++) s.ppu_sec_oam[at + j] = 0xff;
+        } else {
+            for (u16 dot = d0; dot < d0 + 8; dot++) ppu_sprite_eval(s, dot);
+        }
+    }
+    // One coarse X increment a tile (fewer than 32: at most one wrap).
+    u16 x = (u16)((s.ppu_v & 0x1f) + k);
+    if (x >= 32) s.ppu_v ^= 0x0400;
+    s.ppu_v = (u16)((s.ppu_v & ~0x1f) | (x & 0x1f));
+    s.ppu_dot = (u16)(s.ppu_dot + 8 * k);
+    s.ppu_dot_clock += 8 * k;
+}
+
 // Dots dot+1 ..= 256 of a rendering line (from a tile boundary at dots 0-64 of a visible line,
 // or dot 8 of the pre-render line) when no pixel of it matters and no board watches the PPU bus (render.rs
 // line_fast). The tiles before 233 then leave nothing behind but coarse X: every byte they fetch
@@ -945,6 +989,14 @@ NESLE_DEV void ppu_run(Nes& n, u32 count) {
                 for (u32 i = 0; i < 24; i++) ppu_render_tile(n, false);
                 count -= 192;
                 continue;
+            }
+            if (!ppu_drawing(n) && line < 240 && d < 232 && count >= 32 && !watches) {
+                u32 k = ppu_quiet_tiles(n, d, count);
+                if (k > 0) {
+                    ppu_skip_tiles(n, k);
+                    count -= 8 * k;
+                    continue;
+                }
             }
             if ((u16)(d - 8) <= 240 || (u16)(d - 320) <= 8 || (d == 0 && line < 240)) {
                 ppu_render_tile(n, true);
