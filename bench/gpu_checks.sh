@@ -15,7 +15,10 @@
 # ENVS_DIV envs (65536), WU_DIV + ST_DIV steps (30 + 25), kernels compiled at run time;
 # "profile" (not in the default) asks ncu for the threads active per instruction, the stall
 # reasons, occupancy and cache hit rates of one protocol A and one protocol B launch late in an
-# episode (step 30) at 65,536 envs.
+# episode (step 30) at 65,536 envs; "source" (not in the default) takes ncu's per-instruction
+# counters of one A and one B launch (8,192 envs) and, with the build's fatbin next to the
+# benchmark binary (or NESLE_FATBIN) and cuobjdump/nvdisasm on PATH, sums them per device
+# function (bench/sass_profile.py).
 set -u
 B=${1:-target/release/nesle-bench-gpu}
 OUT=${OUT:-gpu-checks}
@@ -81,5 +84,25 @@ if part profile; then
     grep -q "==ERROR==" "$OUT/ncu-$p.txt" && cat "$OUT/ncu-$p.txt" | head -5
     grep -E "thread_inst_executed_per|inst_executed.sum|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|stalled|Hit Rate|Duration|Issued Warp" "$OUT/ncu-$p.txt"
   done
+fi
+if part source; then
+  for p in A B; do
+    step "ncu source counters: one $p launch at step 30, 8,192 envs"
+    timeout 200 ncu -k nesle_step --launch-skip 120 --launch-count 1 --section SourceCounters --import-source no -f \
+      -o "$OUT/src-$p" "$B" --envs 8192 --protocols $p --warmup 31 --steps 1 --rom "$SMB" > "$OUT/src-$p.log" 2>&1
+    timeout 120 ncu -i "$OUT/src-$p.ncu-rep" --page source --csv --print-source sass > "$OUT/src-$p.csv" 2>> "$OUT/src-$p.log"
+    tail -2 "$OUT/src-$p.log"
+  done
+  FATBIN=${NESLE_FATBIN:-$(dirname "$B")/nesle.fatbin}
+  if [ -f "$FATBIN" ] && command -v cuobjdump > /dev/null && command -v nvdisasm > /dev/null; then
+    mkdir -p "$OUT/cubin" && (cd "$OUT/cubin" && cuobjdump -xelf sm_90 "$(realpath "$FATBIN")" > /dev/null)
+    nvdisasm -c "$(ls "$OUT"/cubin/*.cubin | head -1)" > "$OUT/sass-sm_90.txt"
+    for p in A B; do
+      python3 bench/sass_profile.py "$OUT/src-$p.csv" "$OUT/sass-sm_90.txt" --calls > "$OUT/functions-$p.txt" 2>&1
+      echo "protocol $p:"; head -16 "$OUT/functions-$p.txt"
+    done
+  else
+    echo "no fatbin ($FATBIN) or no cuobjdump/nvdisasm: the CSVs in $OUT need bench/sass_profile.py elsewhere"
+  fi
 fi
 step done

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Where a `nesle_step` launch spends its instructions, per device function.
+
+ncu's source counters give counts per SASS instruction but name no functions; nvdisasm's
+listing of the same cubin names them (the labels of the functions the kernel calls). Both list
+the kernel's instructions in the same order, so row k of one is instruction k of the other.
+
+    bench/sass_profile.py SOURCE_CSV SASS_LISTING [--top N] [--calls]
+
+SOURCE_CSV: `ncu -i REPORT --page source --csv --print-source sass` of a report taken with
+`--section SourceCounters` (bench/gpu_checks.sh PARTS=source writes them). SASS_LISTING:
+`nvdisasm -c` of the sm_90 cubin of the same build (`cuobjdump -xelf sm_90 nesle.fatbin`, the
+fatbin in nes-cuda's OUT_DIR; or `nvcc -cubin -O3 -std=c++17 -arch=sm_90 -I kernels
+kernels/nesle.cu`, which gives the same code with the same nvcc). Prints, per function, its
+share of the warp instructions issued and of the stall samples, and the threads active per
+instruction (32 in lockstep; less where the warp's threads run it apart). `--calls` also lists
+the call sites of each function with their threads per call.
+"""
+import argparse
+import csv
+import re
+import sys
+
+
+def listing(path, kernel="nesle_step"):
+    """(function of each instruction, target offset of each CALL or None) of `kernel`'s section."""
+    fns, calls, starts = [], [], {}
+    inside, fn = False, kernel
+    for line in open(path):
+        if ".section" in line:
+            inside = f".text.{kernel}," in line
+            continue
+        if not inside:
+            continue
+        m = re.match(r"^(\$?[A-Za-z_.$][^ :]*):\s*$", line)
+        if m and not m.group(1).startswith(".L"):
+            fn = m.group(1)
+            continue
+        m = re.match(r"\s+/\*([0-9a-f]+)\*/\s+(.*?)\s*;", line)
+        if m:
+            starts.setdefault(fn, int(m.group(1), 16))
+            fns.append(fn)
+            c = re.search(r"CALL\.\S+\s+`\(([^)]+)\)", m.group(2))
+            calls.append(c.group(1) if c else None)
+    return fns, calls
+
+
+def short(name):
+    m = re.search(r"_Z\d+([A-Za-z_][A-Za-z_0-9]*?)(?:R3Nes|P9FlatState)", name or "")
+    return m.group(1) if m else (name or "?").strip("$.:").replace("text.", "")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("csv")
+    ap.add_argument("sass")
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--calls", action="store_true")
+    a = ap.parse_args()
+    rows = list(csv.reader(open(a.csv)))
+    head = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
+    cols = {name: k for k, name in enumerate(rows[head])}
+    rows = rows[head + 1:]
+    fns, calls = listing(a.sass)
+    if len(rows) != len(fns):
+        sys.exit(f"{len(rows)} counted instructions but {len(fns)} in the listing: not the same build")
+    ex, thr, smp = (cols["Instructions Executed"], cols["Thread Instructions Executed"],
+                    cols["Warp Stall Sampling (All Samples)"])
+    num = lambda r, k: int(r[k] or 0)
+    per = {}
+    for f, r in zip(fns, rows):
+        t = per.setdefault(short(f), [0, 0, 0])
+        t[0] += num(r, ex)
+        t[1] += num(r, thr)
+        t[2] += num(r, smp)
+    total_i = sum(t[0] for t in per.values()) or 1
+    total_s = sum(t[2] for t in per.values()) or 1
+    print(f"warp instructions {total_i:,}, stall samples {total_s:,}")
+    print(f"{'function':32} {'instr %':>8} {'samples %':>10} {'threads/instr':>14}")
+    for f, t in sorted(per.items(), key=lambda kv: -kv[1][0])[: a.top]:
+        print(f"{f:32} {100 * t[0] / total_i:8.1f} {100 * t[2] / total_s:10.1f} {t[1] / max(t[0], 1):14.1f}")
+    if a.calls:
+        print("\ncall sites: caller -> callee, calls issued, threads per call")
+        sites = [(num(r, ex), short(f), short(c), num(r, thr) / max(num(r, ex), 1))
+                 for f, c, r in zip(fns, calls, rows) if c and num(r, ex)]
+        for e, caller, callee, tpc in sorted(sites, reverse=True)[: a.top]:
+            print(f"  {caller:28} -> {callee:28} {e:12,} {tpc:6.1f}")
+
+
+if __name__ == "__main__":
+    main()
