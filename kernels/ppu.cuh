@@ -806,7 +806,7 @@ NESLE_FN u32 ppu_quiet_tiles(const Nes& n, u16 d, u32 count) {
     u32 end = 232;
     if (ppu_line_draws(n)) {
         u32 first = 8 * (n.st.ppu_spr_x[0] >> 3) + 1;  // the first tile start under sprite 0
-        if (d + 1u <= first + 8) end = first >= d + 17u ? first - 17 : d;
+        if (d < first + 8) end = first >= d + 17u ? first - 17 : d;
     }
     if (end <= d) return 0;
     u32 k = (end - d) / 8, fit = (count - 24) / 8;

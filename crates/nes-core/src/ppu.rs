@@ -349,7 +349,8 @@ impl Ppu {
     /// Advances `n` dots, exactly as `n` calls of [`Ppu::tick`] would; the bus's lazy
     /// catch-up. Nothing outside the PPU looks in between, so spans without per-dot events run
     /// in bulk: whole background tiles of rendering lines (dots 9-256 and 321-336,
-    /// `render::render_tile`; the first tile holds the pre-render line's dot 0/1 events),
+    /// `render::render_tile`; the first tile holds the pre-render line's dot 0/1 events;
+    /// without pixel output, runs of tiles whose pixels cannot matter, `render::skip_tiles`),
     /// whole sprite-fetch slots (257-320, `render::sprite_slot`), and the idle lines 240-260.
     pub fn run(&mut self, mut n: u32, cart: &mut Cart) {
         while n > 0 {
@@ -377,6 +378,14 @@ impl Ppu {
                     }
                     n -= 192;
                     continue;
+                }
+                if !self.render_pixels && self.scanline < 240 && d < 232 && n >= 32 && !cart.watches_ppu_bus() {
+                    let k = self.quiet_tiles(d, n);
+                    if k > 0 {
+                        self.skip_tiles(k);
+                        n -= 8 * k;
+                        continue;
+                    }
                 }
                 if d.wrapping_sub(8) <= 240
                     || d.wrapping_sub(320) <= 8

@@ -163,6 +163,58 @@ impl Ppu {
         self.dot_clock = clock + 7;
     }
 
+    /// How many tiles from the tile boundary `d` (< 232) of a visible line without pixel
+    /// output a batch of `n` dots can run as [`Self::skip_tiles`] (perf-notes #41): tiles whose
+    /// pixels cannot matter, i.e. all of them, or those before sprite 0's while its hit can
+    /// still come (`line_draws`: then the tiles from `spr_x[0] - 6` to `spr_x[0] + 8` are
+    /// drawn), each followed in the batch by three real tiles. A tile's pixels read what the
+    /// two tiles before it fetched, and after three real tiles the shifters and latches hold
+    /// nothing a skipped tile left (the last three tiles of a line always run, as in
+    /// `line_fast`), so the state is exact wherever the batch ends.
+    pub(super) fn quiet_tiles(&self, d: u16, n: u32) -> u32 {
+        let d = d as u32;
+        let mut end = 232;
+        if self.line_draws() {
+            let first = 8 * (self.spr_x[0] as u32 >> 3) + 1; // the first tile start under sprite 0
+            if d < first + 8 {
+                end = if first >= d + 17 { first - 17 } else { d };
+            }
+        }
+        if end <= d {
+            return 0;
+        }
+        ((end - d) / 8).min((n - 24) / 8)
+    }
+
+    /// Dots `dot+1 ..= dot+8k` of a visible rendering line, k tiles from a tile boundary, none
+    /// of whose pixels matters and no board watching the PPU bus (`quiet_tiles`): of each tile
+    /// only coarse X and its share of the sprite evaluation remain (the secondary OAM clear on
+    /// dots 1-64, the evaluation dot by dot from 65, as `render_tile::<true>` does them); its
+    /// fetches and shifts, which three later tiles overwrite, are left out.
+    pub(super) fn skip_tiles(&mut self, k: u32) {
+        let mut d0 = self.dot + 1;
+        for _ in 0..k {
+            if d0 + 7 <= 64 {
+                self.eval_buffer = 0xff;
+                let at = (d0 >> 3) as usize * 4;
+                self.sec_oam[at..at + 4].fill(0xff);
+            } else {
+                for d in d0..d0 + 8 {
+                    self.sprite_eval(d);
+                }
+            }
+            d0 += 8;
+        }
+        // One coarse X increment per tile (fewer than 32: at most one wrap).
+        let x = (self.v & 0x1f) + k as u16;
+        if x >= 32 {
+            self.v ^= 0x0400;
+        }
+        self.v = (self.v & !0x1f) | (x & 0x1f);
+        self.dot += 8 * k as u16;
+        self.dot_clock += 8 * k as u64;
+    }
+
     /// Dots `dot+1 ..= dot+8` at once, one sprite-fetch slot (dot+1 is 257, 265, ..., 313):
     /// the same work as 8 `render_dot`s. Each fetch still runs with its own dot's clock.
     pub(super) fn sprite_slot(&mut self, cart: &mut Cart) {
