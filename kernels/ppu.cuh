@@ -543,6 +543,8 @@ NESLE_DEV void ppu_draw_tile(Nes& n, u16 x0) {
     if (draw) nes_store8(row, out);
 }
 
+NESLE_DEV void ppu_sprite_eval_span(Nes& nes, u16 from, u16 to);  // below, with the line map
+
 // Dots dot+1 ..= dot+8 at once, the 8 dots of one background tile (dot+1 is 1 on a visible
 // line, 9, 17, ..., 249, or the prefetch tiles 321 and 329) on a rendering line (render.rs
 // render_tile; `eval` is its EVAL parameter: false when `ppu_sprite_eval_line` already did the
@@ -594,7 +596,7 @@ NESLE_DEV void ppu_render_tile(Nes& n, bool eval) {
             u32 k = (d0 >> 3) * 4;
             for (u32 i = 0; i < 4; i++) s.ppu_sec_oam[k + i] = 0xff;
         } else {
-            for (u16 d = d0; d < d0 + 8; d++) ppu_sprite_eval(s, d);
+            ppu_sprite_eval_span(n, d0, d0 + 7);
         }
     }
     ppu_increment_x(s);
@@ -794,6 +796,49 @@ NESLE_DEV void ppu_sprite_eval_line(Nes& nes) {
     if (overflow) s.ppu_status |= STATUS_OVERFLOW;
 }
 
+// Dots `from` ..= `to` (within 65-255) of a visible line's sprite evaluation, exactly as
+// `ppu_sprite_eval` dot by dot (kernel-notes #37): where a pair (an odd dot's read, the even
+// dot's write) starts with no sprite being copied, the scan reading sprite `eval_n`'s Y through
+// OAMADDR and secondary OAM not full, the pairs up to the next sprite in range of the line (or
+// the wrap to sprite 0, or the span's end) only move on: each read Y goes to the same
+// secondary OAM byte, so the last one is what stays, in `eval_buffer` too.
+NESLE_DEV void ppu_sprite_eval_span(Nes& nes, u16 from, u16 to) {
+    FlatState& s = nes.st;
+    u16 d = from;
+    while (d <= to) {
+        u32 n = s.ppu_eval_n;
+        if ((d & 1) && d > 65 && d < to && !s.ppu_eval_done && s.ppu_eval_m == 0 && !s.ppu_eval_in_range &&
+            s.ppu_eval_sec_addr < 32 && s.ppu_oam_addr == (u8)(n << 2)) {
+            u32 pairs = (u32)(to - d + 1) / 2;
+            if (pairs > 64 - n) pairs = 64 - n;
+            u32 q = pairs;
+            if (ppu_line_has_sprites(nes, s.ppu_scanline)) {
+                u64 cand = ppu_oam_visible(nes) & (~0ull << n);
+                if (n + pairs < 64) cand &= (1ull << (n + pairs)) - 1;
+                for (; cand != 0; cand &= cand - 1) {
+                    u32 b = nes_ctz64(cand);
+                    if (ppu_sprite_in_range(s, s.ppu_oam[b * 4])) {
+                        q = b - n;
+                        break;
+                    }
+                }
+            }
+            if (q > 0) {
+                s.ppu_eval_buffer = s.ppu_oam[(n + q - 1) * 4];
+                s.ppu_sec_oam[s.ppu_eval_sec_addr] = s.ppu_eval_buffer;
+                n = (n + q) & 63;
+                s.ppu_eval_n = (u8)n;
+                s.ppu_eval_done = n == 0;
+                s.ppu_oam_addr = (u8)(n << 2);
+                d = (u16)(d + 2 * q);
+                continue;
+            }
+        }
+        ppu_sprite_eval(s, d);
+        d += 1;
+    }
+}
+
 // How many tiles from the tile boundary `d` (< 232) of a visible line without pixel output a
 // batch of `count` dots can run as `ppu_skip_tiles` (kernel-notes #36): tiles whose pixels
 // cannot matter, i.e. all of them, or those before sprite 0's when its hit can still come
@@ -820,16 +865,13 @@ NESLE_FN u32 ppu_quiet_tiles(const Nes& n, u16 d, u32 count) {
 // fetches and shifts, which three later tiles overwrite, are left out.
 NESLE_DEV void ppu_skip_tiles(Nes& n, u32 k) {
     FlatState& s = n.st;
-    u16 d0 = s.ppu_dot + 1;
-    for (u32 i = 0; i < k; i++, d0 += 8) {
-        if (d0 + 7 <= 64) {
-            s.ppu_eval_buffer = 0xff;
-            u32 at = (d0 >> 3) * 4;
-            for (u32 j = 0; j < 4; j++) s.ppu_sec_oam[at + j] = 0xff;
-        } else {
-            for (u16 dot = d0; dot < d0 + 8; dot++) ppu_sprite_eval(s, dot);
-        }
+    u16 d0 = s.ppu_dot + 1, end = (u16)(s.ppu_dot + 8 * k);
+    for (; d0 + 7 <= 64 && d0 < end; d0 += 8) {
+        s.ppu_eval_buffer = 0xff;
+        u32 at = (d0 >> 3) * 4;
+        for (u32 j = 0; j < 4; j++) s.ppu_sec_oam[at + j] = 0xff;
     }
+    if (d0 < end) ppu_sprite_eval_span(n, d0, end);
     // One coarse X increment a tile (fewer than 32: at most one wrap).
     u16 x = (u16)((s.ppu_v & 0x1f) + k);
     if (x >= 32) s.ppu_v ^= 0x0400;
