@@ -150,9 +150,7 @@ impl Ppu {
                 let k = (d0 >> 3) as usize * 4;
                 self.sec_oam[k..k + 4].fill(0xff);
             } else {
-                for d in d0..d0 + 8 {
-                    self.sprite_eval(d);
-                }
+                self.sprite_eval_span(d0, d0 + 7);
             }
         }
         self.increment_x();
@@ -193,17 +191,15 @@ impl Ppu {
     /// fetches and shifts, which three later tiles overwrite, are left out.
     pub(super) fn skip_tiles(&mut self, k: u32) {
         let mut d0 = self.dot + 1;
-        for _ in 0..k {
-            if d0 + 7 <= 64 {
-                self.eval_buffer = 0xff;
-                let at = (d0 >> 3) as usize * 4;
-                self.sec_oam[at..at + 4].fill(0xff);
-            } else {
-                for d in d0..d0 + 8 {
-                    self.sprite_eval(d);
-                }
-            }
+        let end = self.dot + 8 * k as u16;
+        while d0 + 7 <= 64 && d0 < end {
+            self.eval_buffer = 0xff;
+            let at = (d0 >> 3) as usize * 4;
+            self.sec_oam[at..at + 4].fill(0xff);
             d0 += 8;
+        }
+        if d0 < end {
+            self.sprite_eval_span(d0, end);
         }
         // One coarse X increment per tile (fewer than 32: at most one wrap).
         let x = (self.v & 0x1f) + k as u16;
@@ -486,6 +482,47 @@ impl Ppu {
             if d == 256 {
                 self.eval_count = (self.eval_sec_addr >> 2).min(8);
             }
+        }
+    }
+
+    /// Dots `from..=to` (within 65-255) of a visible line's sprite evaluation, exactly as
+    /// `sprite_eval` dot by dot (perf-notes #42): where a pair (an odd dot's read, the even
+    /// dot's write) starts with no sprite being copied, the scan reading sprite `eval_n`'s Y
+    /// through OAMADDR and secondary OAM not full, the pairs up to the next sprite in range of
+    /// the line (`in_range`), the wrap to sprite 0 or the span's end only move on: each read Y
+    /// goes to the same secondary OAM byte, so the last one is what stays, in `eval_buffer` too.
+    pub(super) fn sprite_eval_span(&mut self, from: u16, to: u16) {
+        let mut d = from;
+        while d <= to {
+            let n = self.eval_n as u32;
+            if d & 1 == 1
+                && d > 65
+                && d < to
+                && !self.eval_done
+                && self.eval_m == 0
+                && !self.eval_in_range
+                && self.eval_sec_addr < 32
+                && self.oam_addr as u32 == n << 2
+            {
+                if !self.in_range_valid {
+                    self.build_in_range();
+                }
+                let pairs = ((to - d + 1) as u32 / 2).min(64 - n);
+                let ahead = self.in_range[self.scanline as usize] >> n;
+                let q = if ahead == 0 { pairs } else { (ahead.trailing_zeros()).min(pairs) };
+                if q > 0 {
+                    self.eval_buffer = self.oam[((n + q - 1) * 4) as usize];
+                    self.sec_oam[self.eval_sec_addr as usize] = self.eval_buffer;
+                    let next = (n + q) & 63;
+                    self.eval_n = next as u8;
+                    self.eval_done = next == 0;
+                    self.oam_addr = (next << 2) as u8;
+                    d += 2 * q as u16;
+                    continue;
+                }
+            }
+            self.sprite_eval(d);
+            d += 1;
         }
     }
 
