@@ -1152,8 +1152,8 @@ NESLE_FN bool ppu_eval_cannot_fill(Nes& n) {
 // * VBL set/clear, and the clear of hit and overflow at 261/1: `ppu_dots_to_nmi_event`, less
 //   one (a read on the dot before VBL, 241/0, suppresses it: `ppu_cpu_read` must see it);
 // * sprite 0 hit (both layers shown, flag clear): this line from pixel `spr_x[0]` (dot
-//   `spr_x[0] + 1`) when unit 0 holds sprite 0 and its last pixel (dot `spr_x[0] + 8`) is
-//   still to come, else the next line's dot 1;
+//   `spr_x[0] + 1`) when unit 0 holds sprite 0, its row here has an opaque pixel and its last
+//   pixel (dot `spr_x[0] + 8`) is still to come, else the next line's dot 1;
 // * sprite overflow (flag clear): dots 65-256 of a visible line, unless this line's evaluation
 //   is done or cannot fill secondary OAM (aligned OAMADDR and fewer than 8 sprites in range;
 //   or, under way, too few of the sprites still to read in range: `ppu_eval_cannot_fill`);
@@ -1174,7 +1174,8 @@ NESLE_DEV u32 ppu_dots_to_status_change(Nes& n) {
     const u8 both = MASK_BG | MASK_SPRITE;
     if ((s.ppu_status & STATUS_SPRITE0) == 0 && (s.ppu_mask & both) == both) {
         u32 first = (u32)s.ppu_spr_x[0] + 1;
-        u32 hit = (s.ppu_scanline < 240 && d < 257 && d < first + 7 && s.ppu_spr_zero && first <= 255)
+        u32 hit = (s.ppu_scanline < 240 && d < 257 && d < first + 7 && s.ppu_spr_zero &&
+                   (s.ppu_spr_lo[0] | s.ppu_spr_hi[0]) != 0 && first <= 255)
                       ? (first > d + 1 ? first : d + 1) - d
                       : next + 1;
         if (hit < dist) dist = hit;

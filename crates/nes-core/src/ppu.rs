@@ -464,8 +464,8 @@ impl Ppu {
     /// * VBL set/clear, and the clear of hit and overflow at 261/1: `dots_to_nmi_event`, less
     ///   one (the dot before VBL is where a read suppresses it);
     /// * sprite 0 hit (both layers shown, flag clear): on this line from pixel `spr_x[0]`
-    ///   (dot `spr_x[0] + 1`) when unit 0 holds sprite 0 and its last pixel (dot
-    ///   `spr_x[0] + 8`) is still to come, else the next line's dot 1;
+    ///   (dot `spr_x[0] + 1`) when unit 0 holds sprite 0, its row here has an opaque pixel
+    ///   and its last pixel (dot `spr_x[0] + 8`) is still to come, else the next line's dot 1;
     /// * sprite overflow (flag clear): dots 65-256 of a visible line, unless this line's
     ///   evaluation is done or cannot fill secondary OAM (it starts aligned, OAMADDR & 3 = 0,
     ///   and fewer than 8 sprites are in range: only after 8 hits does the scan read other
@@ -491,7 +491,9 @@ impl Ppu {
         let both = MASK_BG | MASK_SPRITE;
         if self.status & STATUS_SPRITE0 == 0 && self.mask & both == both {
             let first = self.spr_x[0] as u32 + 1;
-            let hit = if self.scanline < 240 && d < 257 && d < first + 7 && self.spr_zero && first <= 255 {
+            // Sprite 0's row on this line, with no opaque pixel, cannot hit either.
+            let row = self.spr_lo[0] | self.spr_hi[0];
+            let hit = if self.scanline < 240 && d < 257 && d < first + 7 && self.spr_zero && row != 0 && first <= 255 {
                 first.max(d + 1) - d
             } else {
                 next_line(1)
