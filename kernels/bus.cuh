@@ -225,6 +225,18 @@ NESLE_FN void bus_service_dmc_dma(Nes& n) {
     if (n.st.bus_cycles >= n.apu_deadline) bus_check_dmc_dma(n);
 }
 
+// Bus::oam_dma_in_vblank: whether the 256 writes of an OAM DMA that starts now all fall in
+// vertical blank (after 241/1, before the pre-render line), where rendering is idle: there a
+// `$2004` write only stores its byte and moves OAMADDR, whatever the dot, so after one catch-up
+// (the PPU's own position decides) it need not catch up before each write (kernel-notes #39);
+// the next access or deadline catches it up.
+NESLE_FN bool bus_oam_dma_in_vblank(const Nes& n) {
+    const u32 line = PPU_DOTS_PER_LINE;
+    u32 pos = (u32)n.st.ppu_scanline * line + n.st.ppu_dot + bus_ppu_owed(n);
+    // The 512 cycles of the transfer still to come, with a margin.
+    return n.ppu_lazy && pos >= PPU_VBLANK_LINE * line + 2 && pos + 3 * 516 < PPU_PRERENDER_LINE * line;
+}
+
 // OAM DMA: the halt cycle, one more to align so the reads ("get") fall on odd cycles, then
 // 256 get/put pairs: 513 or 514 cycles.
 NESLE_DEV void bus_run_oam_dma(Nes& n, u8 page, u16 halted_addr) {
@@ -236,13 +248,15 @@ NESLE_DEV void bus_run_oam_dma(Nes& n, u8 page, u16 halted_addr) {
         bus_read_mem(n, halted_addr);
     }
     u16 base = (u16)page << 8;
+    bool in_vblank = bus_oam_dma_in_vblank(n);
+    if (in_vblank) bus_catch_up_for_access(n);  // once, so the PPU itself stands in vertical blank
     for (u16 i = 0; i < 256; i++) {
         bus_tick(n);
         bus_service_dmc_dma(n);
         u8 v = bus_read_mem(n, base | i);
         s.bus_open_bus = v;
         bus_tick(n);
-        bus_catch_up_for_access(n);
+        if (!in_vblank) bus_catch_up_for_access(n);
         ppu_cpu_write(n, 0x2004, v);
         bus_refresh_lines(n);
     }

@@ -39,7 +39,7 @@ use crate::apu::Apu;
 use crate::cart::Cart;
 use crate::controller::Controllers;
 use crate::cpu::CpuBus;
-use crate::ppu::Ppu;
+use crate::ppu::{Ppu, DOTS_PER_LINE};
 use crate::state::{Snapshot, StateError, StateReader, StateWriter};
 
 #[derive(Clone, Debug)]
@@ -80,6 +80,9 @@ pub struct Bus {
     /// one byte is cheaper than two PPU registers and three IRQ flags (perf-notes #23).
     /// Derived, not saved.
     lines: u8,
+    /// Whether an OAM DMA inside vertical blank skips the PPU catch-up before each write
+    /// (`oam_dma_in_vblank`); off with the console's other fast-forwards, so tests can compare.
+    pub(crate) fast_dma: bool,
 }
 
 const LINE_NMI: u8 = 1;
@@ -105,6 +108,7 @@ impl Bus {
             deadline: 0,
             dma_deadline: 0,
             lines: 0,
+            fast_dma: true,
         }
     }
 
@@ -305,16 +309,35 @@ impl Bus {
             self.read_mem(halted_addr);
         }
         let base = (page as u16) << 8;
+        let in_vblank = self.oam_dma_in_vblank();
+        if in_vblank {
+            // Once, so the PPU itself stands in vertical blank for every write.
+            self.catch_up_for_access();
+        }
         for i in 0..256u16 {
             self.tick();
             self.service_dmc_dma();
             let v = self.read_mem(base | i);
             self.open_bus = v;
             self.tick();
-            self.catch_up_for_access();
+            if !in_vblank {
+                self.catch_up_for_access();
+            }
             self.ppu.cpu_write(0x2004, v, &mut self.cart);
             self.refresh_lines();
         }
+    }
+
+    /// Whether the 256 writes of an OAM DMA that starts now all fall in vertical blank (after
+    /// 241/1, before the pre-render line), where rendering is idle: there a `$2004` write
+    /// only stores its byte and moves OAMADDR, whatever the dot, so after one catch-up (the
+    /// PPU's own position decides) it need not catch up before each write (perf-notes #44); the
+    /// next access or deadline catches it up as usual.
+    fn oam_dma_in_vblank(&self) -> bool {
+        const LINE: u32 = DOTS_PER_LINE as u32;
+        let pos = self.ppu.scanline as u32 * LINE + self.ppu.dot as u32 + self.ppu_owed();
+        // The 512 cycles of the transfer still to come, with a margin.
+        self.fast_dma && self.ppu_lazy && pos >= 241 * LINE + 2 && pos + 3 * 516 < 261 * LINE
     }
 
     /// DMC sample fetch: stalls the CPU for 4 cycles (3 idle, 1 read) on a read cycle.

@@ -184,10 +184,12 @@ impl Console {
         n
     }
 
-    /// Turns the idle-loop fast-forward of `run_frame` on (the default) or off. The result is
-    /// the same either way; tests compare the two.
+    /// Turns the fast-forwards on (the default) or off: the idle-loop and `$2002`-poll skips of
+    /// `run_frame` and the OAM DMA without per-write PPU catch-ups in vertical blank. The
+    /// result is the same either way; tests compare the two.
     pub fn set_fast_forward(&mut self, on: bool) {
         self.fast_forward = on;
+        self.bus.fast_dma = on;
     }
 
     /// CPU RAM ($0000-$07FF).

@@ -129,3 +129,46 @@ fn status_poll_rom() -> Vec<u8> {
 fn fast_forward_of_status_polls_is_exact_on_every_line() {
     assert_fast_forward_is_invisible("status polls", &status_poll_rom(), 700);
 }
+
+/// A ROM whose NMI starts an OAM DMA (page 2, rewritten every frame) after a delay that grows
+/// by 11 cycles a frame, and whose main loop also starts one after a delay of its own: over the
+/// frames the transfers start all through vertical blank, across its end into the pre-render
+/// line and in the middle of rendering, with OAMADDR moved to varied values first.
+fn oam_dma_rom() -> Vec<u8> {
+    #[rustfmt::skip]
+    let code: &[u8] = &[
+        0x78, 0xd8, 0xa2, 0xff, 0x9a,       // SEI CLD LDX #$FF TXS
+        // $C005: NMI and rendering on (the PPU ignores them early after power-on: each time).
+        0xa9, 0x80, 0x8d, 0x00, 0x20,       // LDA #$80 STA $2000
+        0xa9, 0x1e, 0x8d, 0x01, 0x20,       // LDA #$1E STA $2001
+        0xa6, 0x11, 0xca, 0xd0, 0xfd,       // LDX $11; DEX BNE (a delay of its own)
+        0xa9, 0x02, 0x8d, 0x14, 0x40,       // LDA #2 STA $4014 (a DMA from the main loop)
+        0xe6, 0x11, 0x4c, 0x05, 0xc0,       // INC $11 JMP $C005
+        // $C01E NMI: 8 bytes of page 2 from the frame count, a wait, OAMADDR moved, the DMA.
+        0xe6, 0x10, 0xa5, 0x10, 0xa0, 0x08, // INC $10 LDA $10 LDY #8
+        0x99, 0xff, 0x01, 0x18, 0x69, 0x35, 0x88, 0xd0, 0xf7, // STA $01FF,Y CLC ADC #$35 DEY BNE
+        0xa6, 0x10, 0xca, 0xea, 0xea, 0xea, 0xd0, 0xfa, // LDX $10; DEX NOP NOP NOP BNE: 11 cycles more
+                                            // each frame, wrapping after 256: through all of VBL
+        0xa5, 0x10, 0x8d, 0x03, 0x20,       // LDA $10 STA $2003
+        0xa9, 0x02, 0x8d, 0x14, 0x40,       // LDA #2 STA $4014
+        0x40,                               // RTI
+    ];
+    assert_eq!(code.len(), 0x40, "the vectors below point into this layout");
+    let mut prg = vec![0xeau8; 0x4000];
+    prg[..code.len()].copy_from_slice(code);
+    prg[0x3ffa..].copy_from_slice(&[0x1e, 0xc0, 0x00, 0xc0, 0x1e, 0xc0]);
+    let mut rom = vec![b'N', b'E', b'S', 0x1a, 1, 1, 0, 0];
+    rom.resize(16, 0);
+    rom.extend_from_slice(&prg);
+    for i in 0..0x2000usize {
+        rom.push(if i % 3 == 0 { 0x0f } else { 0xff ^ (i as u8) });
+    }
+    rom
+}
+
+#[test]
+fn oam_dma_without_catch_ups_in_vertical_blank_is_exact_wherever_it_starts() {
+    assert_fast_forward_is_invisible("OAM DMA", &oam_dma_rom(), 600);
+}
+
+
