@@ -861,8 +861,8 @@ NESLE_FN u32 ppu_quiet_tiles(const Nes& n, u16 d, u32 count) {
 // Dots dot+1 ..= dot+8k of a visible rendering line, k tiles from a tile boundary, none of
 // whose pixels matters and no board watching the PPU bus (`ppu_quiet_tiles`): of each tile
 // only coarse X and its share of the sprite evaluation remain (the secondary OAM clear on dots
-// 1-64, the evaluation dot by dot from 65, as `ppu_render_tile` with `eval` does them); its
-// fetches and shifts, which three later tiles overwrite, are left out.
+// 1-64, the evaluation from 65 in one `ppu_sprite_eval_span`, as `ppu_render_tile` with `eval`
+// does them); its fetches and shifts, which three later tiles overwrite, are left out.
 NESLE_DEV void ppu_skip_tiles(Nes& n, u32 k) {
     FlatState& s = n.st;
     u16 d0 = s.ppu_dot + 1, end = (u16)(s.ppu_dot + 8 * k);

@@ -187,8 +187,8 @@ impl Ppu {
     /// Dots `dot+1 ..= dot+8k` of a visible rendering line, k tiles from a tile boundary, none
     /// of whose pixels matters and no board watching the PPU bus (`quiet_tiles`): of each tile
     /// only coarse X and its share of the sprite evaluation remain (the secondary OAM clear on
-    /// dots 1-64, the evaluation dot by dot from 65, as `render_tile::<true>` does them); its
-    /// fetches and shifts, which three later tiles overwrite, are left out.
+    /// dots 1-64, the evaluation from 65 in one `sprite_eval_span`, as `render_tile::<true>`
+    /// does them); its fetches and shifts, which three later tiles overwrite, are left out.
     pub(super) fn skip_tiles(&mut self, k: u32) {
         let mut d0 = self.dot + 1;
         let end = self.dot + 8 * k as u16;
