@@ -91,6 +91,23 @@ fn fast_forward_leaves_the_sprite_hit_and_overflow_tests_exactly_as_stepping_doe
     }
 }
 
+/// An NROM-128 image: `code` at $C000 (the rest `NOP`), NMI and IRQ at `nmi`, reset at
+/// `reset`, and 8 KiB of mostly opaque CHR.
+fn nrom(code: &[u8], nmi: u16, reset: u16) -> Vec<u8> {
+    let mut prg = vec![0xeau8; 0x4000];
+    prg[..code.len()].copy_from_slice(code);
+    for (at, v) in [(0x3ffa, nmi), (0x3ffc, reset), (0x3ffe, nmi)] {
+        prg[at..at + 2].copy_from_slice(&v.to_le_bytes());
+    }
+    let mut rom = vec![b'N', b'E', b'S', 0x1a, 1, 1, 0, 0];
+    rom.resize(16, 0);
+    rom.extend_from_slice(&prg);
+    for i in 0..0x2000usize {
+        rom.push(if i % 3 == 0 { 0x0f } else { 0xff ^ (i as u8) });
+    }
+    rom
+}
+
 /// An NROM program that only polls `$2002`: for VBL (`AND #$80`, where a read on the dot
 /// before VBL suppresses it), for sprite overflow and for the sprite 0 hit (`BEQ`), and for
 /// the flags' clear (`BNE`), with rendering on, sprite 0's four bytes set to the frame count
@@ -113,16 +130,7 @@ fn status_poll_rom() -> Vec<u8> {
         0x40,                               // $C043: RTI
     ];
     assert_eq!(code.len(), 0x44, "the vectors below point into this layout");
-    let mut prg = vec![0xeau8; 0x4000];
-    prg[..code.len()].copy_from_slice(code);
-    prg[0x3ffa..].copy_from_slice(&[0x43, 0xc0, 0x00, 0xc0, 0x43, 0xc0]);
-    let mut rom = vec![b'N', b'E', b'S', 0x1a, 1, 1, 0, 0];
-    rom.resize(16, 0);
-    rom.extend_from_slice(&prg);
-    for i in 0..0x2000usize {
-        rom.push(if i % 3 == 0 { 0x0f } else { 0xff ^ (i as u8) });
-    }
-    rom
+    nrom(code, 0xc043, 0xc000)
 }
 
 #[test]
@@ -154,16 +162,7 @@ fn oam_dma_rom() -> Vec<u8> {
         0x40,                               // RTI
     ];
     assert_eq!(code.len(), 0x40, "the vectors below point into this layout");
-    let mut prg = vec![0xeau8; 0x4000];
-    prg[..code.len()].copy_from_slice(code);
-    prg[0x3ffa..].copy_from_slice(&[0x1e, 0xc0, 0x00, 0xc0, 0x1e, 0xc0]);
-    let mut rom = vec![b'N', b'E', b'S', 0x1a, 1, 1, 0, 0];
-    rom.resize(16, 0);
-    rom.extend_from_slice(&prg);
-    for i in 0..0x2000usize {
-        rom.push(if i % 3 == 0 { 0x0f } else { 0xff ^ (i as u8) });
-    }
-    rom
+    nrom(code, 0xc01e, 0xc000)
 }
 
 #[test]
