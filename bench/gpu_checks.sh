@@ -16,9 +16,9 @@
 # "profile" (not in the default) asks ncu for the threads active per instruction, the stall
 # reasons, occupancy and cache hit rates of one protocol A and one protocol B launch late in an
 # episode (step 30) at 65,536 envs; "source" (not in the default) takes ncu's per-instruction
-# counters of one A and one B launch (8,192 envs) and, with the build's fatbin next to the
-# benchmark binary (or NESLE_FATBIN) and cuobjdump/nvdisasm on PATH, sums them per device
-# function (bench/sass_profile.py).
+# counters of one A and one B launch (ENVS_SRC envs, default 8,192) and, with the build's
+# fatbin next to the benchmark binary (or NESLE_FATBIN) and cuobjdump/nvdisasm on PATH, sums
+# them per device function (bench/sass_profile.py).
 set -u
 B=${1:-target/release/nesle-bench-gpu}
 OUT=${OUT:-gpu-checks}
@@ -40,6 +40,8 @@ step "parity SMB, one-frame steps, Start at random (the Python tests' boot)"
 timeout 120 "$B" --parity 64 --steps 40 --frameskip 1 --press-start 40 --rom "$SMB" > "$OUT/parity-smb-start.txt" 2>&1; tail -1 "$OUT/parity-smb-start.txt"
 step "parity SMB, envs in a new random order every step (Batch::set_order)"
 timeout 120 "$B" --parity 64 --steps 20 --regroup 1 --rom "$SMB" > "$OUT/parity-smb-order.txt" 2>&1; tail -1 "$OUT/parity-smb-order.txt"
+step "parity SMB, 300 envs in blocks of 256 (the frame's block barriers with a partial block)"
+NESLE_BLOCK=256 timeout 120 "$B" --parity 300 --steps 10 --rom "$SMB" > "$OUT/parity-smb-block256.txt" 2>&1; tail -1 "$OUT/parity-smb-block256.txt"
 step "parity Tetris"; timeout 60 "$B" --parity 64 --steps 20 --rom "$ROMS/tetris.nes" > "$OUT/parity-tetris.txt" 2>&1; tail -1 "$OUT/parity-tetris.txt"
 step "parity test ROMs"; timeout 150 "$B" --parity 8 --steps 4 --test-roms "$TR" > "$OUT/parity-roms.txt" 2>&1; tail -1 "$OUT/parity-roms.txt"
 for im in sm_90 compute_75; do
@@ -49,6 +51,9 @@ for tool in memcheck racecheck; do
   step "$tool"; timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "$B" --parity 32 --steps 1 --rom "$SMB" > "$OUT/$tool.txt" 2>&1
   echo "rc=$?" >> "$OUT/$tool.txt"; tail -2 "$OUT/$tool.txt"
 done
+step synccheck  # the block barriers in nes_run_frame, with a partial block
+NESLE_BLOCK=256 timeout 120 compute-sanitizer --tool synccheck --error-exitcode 9 "$B" --parity 300 --steps 1 --rom "$SMB" > "$OUT/synccheck.txt" 2>&1
+echo "rc=$?" >> "$OUT/synccheck.txt"; tail -2 "$OUT/synccheck.txt"
 step "pytest -m gpu"; timeout 600 python3 -m pytest -q -m gpu tests/python -p no:cacheprovider --durations=10 > "$OUT/pytest-gpu.txt" 2>&1; tail -15 "$OUT/pytest-gpu.txt"
 fi
 if part bench; then
@@ -87,9 +92,9 @@ if part profile; then
 fi
 if part source; then
   for p in A B; do
-    step "ncu source counters: one $p launch at step 30, 8,192 envs"
+    step "ncu source counters: one $p launch at step 30, ${ENVS_SRC:-8192} envs"
     timeout 200 ncu -k nesle_step --launch-skip 120 --launch-count 1 --section SourceCounters --import-source no -f \
-      -o "$OUT/src-$p" "$B" --envs 8192 --protocols $p --warmup 31 --steps 1 --rom "$SMB" > "$OUT/src-$p.log" 2>&1
+      -o "$OUT/src-$p" "$B" --envs ${ENVS_SRC:-8192} --protocols $p --warmup 31 --steps 1 --rom "$SMB" > "$OUT/src-$p.log" 2>&1
     timeout 120 ncu -i "$OUT/src-$p.ncu-rep" --page source --csv --print-source sass > "$OUT/src-$p.csv" 2>> "$OUT/src-$p.log"
     tail -2 "$OUT/src-$p.log"
   done

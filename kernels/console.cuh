@@ -8,6 +8,10 @@
 // reaching vertical blank is in an impossible state (corrupted memory) and is halted with fault 2,
 // so one bad env cannot hang the launch.
 
+// CPU cycles in a frame (341 x 262 PPU dots / 3, 29,780.67, rounded up): only sets where the
+// parts of nes_run_frame end, so it need not be exact.
+#define NES_FRAME_CYCLES 29781u
+
 // The per-thread view of the state already in `n.st` (Bus::load: nothing owed, PPU and APU
 // deadlines now, i.e. both recompute at the next cycle end; Apu::load: length writes may be
 // pending).
@@ -127,11 +131,17 @@ NESLE_FN bool nes_frame_step(Nes& n, u32& steps) {
 // SMB's sprite-0 wait (`LDA $2002; AND #$40; BEQ`) is skipped the same way, up to the first
 // read that could see a status bit change (#35). Returns the instructions it ran (the loop's
 // rounds, skipped iterations not counted): a measure of the frame's work for regrouping (#21).
-NESLE_DEV u32 nes_run_frame(Nes& n) {
+// A thread without an env (`active` false: past the last env in the launch's last block) only
+// takes part in the warp's votes and the block's barriers.
+NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
     FlatState& s = n.st;
-    s.ppu_frame_complete = 0;
-    bus_refresh_lines(n);
-    cpu_unsettle(n);
+    u64 start = 0;
+    if (active) {
+        s.ppu_frame_complete = 0;
+        bus_refresh_lines(n);
+        cpu_unsettle(n);
+        start = s.bus_cycles;
+    }
     u32 steps = 0, ran = 0;
 #if NESLE_WARP_VOTE
     // The PC vote: the threads of a warp run the same game on different inputs, so they drift
@@ -144,38 +154,56 @@ NESLE_DEV u32 nes_run_frame(Nes& n) {
     // (the deepest subroutine returns first), then PC (crates/nes-core/examples/warp_model.rs
     // models both). A finished thread votes the key no running thread can have, so one
     // reduction a round both picks the threads and ends the loop.
+    //
+    // The frame runs in NESLE_PHASES parts of equal CPU time with a block barrier after each
+    // (kernel-notes #40): the warps of a block then run the same part of the frame at the same
+    // time and share the instruction cache, which the warps of protocol B otherwise overflow,
+    // each in its own part of the frame. Where a part ends changes no env's steps either.
     u32 mask = __activemask();
-    bool done = false;
-    for (;;) {
-        u32 key = done ? 0xffffffffu : NESLE_PC_VOTE == 2 ? (u32)s.cpu_s << 16 | s.cpu_pc : s.cpu_pc;
-        u32 low = __reduce_min_sync(mask, key);
-        if (low == 0xffffffffu) break;
-        if (key != low) continue;
-        ran += 1;
-        done = nes_frame_step(n, steps) || s.ppu_frame_complete;
+    bool done = !active;
+    for (u32 part = 1; part <= NESLE_PHASES; part++) {
+        u64 end = part < NESLE_PHASES ? start + (u64)part * (NES_FRAME_CYCLES / NESLE_PHASES) : ~0ull;
+        for (;;) {
+            bool wait = done || s.bus_cycles >= end;
+            u32 key = wait ? 0xffffffffu : NESLE_PC_VOTE == 2 ? (u32)s.cpu_s << 16 | s.cpu_pc : s.cpu_pc;
+            u32 low = __reduce_min_sync(mask, key);
+            if (low == 0xffffffffu) break;
+            if (key != low) continue;
+            ran += 1;
+            done = nes_frame_step(n, steps) || s.ppu_frame_complete;
+        }
+#if NESLE_PHASES > 1
+        __syncthreads();
+#endif
     }
 #else
-    while (!s.ppu_frame_complete) {
+    (void)start;
+    while (active && !s.ppu_frame_complete) {
         ran += 1;
         if (nes_frame_step(n, steps)) break;
     }
 #endif
-    bus_catch_up_ppu(n);
-    bus_catch_up_apu(n);
-    s.ppu_frame_complete = 0;
+    if (active) {
+        bus_catch_up_ppu(n);
+        bus_catch_up_apu(n);
+        s.ppu_frame_complete = 0;
+    }
     return ran;
 }
 
-// One env's share of nesle_step, on the state in `n.st`. `pixels` (nullable) receives the last
-// frame: run_frame starts and ends in vertical blank, so the last call draws every visible dot
-// exactly once. Returns the instructions of the last frame.
-NESLE_DEV u32 nes_step_env(Nes& n, const u8* prg, const u8* chr, u8 action, u32 frames, u8* pixels) {
-    nes_init(n, prg, chr);
-    n.st.pad_buttons[0] = action;
+// One env's share of nesle_step, on the state in `n.st` (none when `active` is false: see
+// nes_run_frame). `pixels` (nullable) receives the last frame: run_frame starts and ends in
+// vertical blank, so the last call draws every visible dot exactly once. Returns the
+// instructions of the last frame.
+NESLE_DEV u32 nes_step_env(Nes& n, const u8* prg, const u8* chr, u8 action, u32 frames, u8* pixels, bool active) {
+    if (active) {
+        nes_init(n, prg, chr);
+        n.st.pad_buttons[0] = action;
+    }
     u32 ran = 0;
     for (u32 f = 0; f < frames; f++) {
         if (f + 1 == frames) n.pixels = pixels;
-        ran = nes_run_frame(n);
+        ran = nes_run_frame(n, active);
     }
     return ran;
 }
@@ -226,26 +254,26 @@ NESLE_FN void nes_convert(FlatState* full, u8* packed, u32 packing, bool to_pack
     nes_copy_region(f, packed, at, NES_OFF_TAIL, sizeof(FlatState), to_packed);
 }
 
-// nes_step_env on a local copy of the packed state at `packed`, packed back at the end.
-NESLE_FN u32 nes_step_env_packed(u8* packed, u32 packing, const u8* prg, const u8* chr, u8 action, u32 frames,
-                                 u8* pixels) {
-    Nes n;
-    nes_convert(&n.st, packed, packing, false);
-    u32 ran = nes_step_env(n, prg, chr, action, frames, pixels);
-    nes_convert(&n.st, packed, packing, true);
-    return ran;
-}
-
 // Thread slot `t`'s share of nesle_step: env `order[t]` when the batch runs in an order of its
 // own (a permutation of the envs, e.g. grouped by game phase so a warp's envs run the same code:
-// docs/kernel-notes.md #21), else env `t`. Which thread runs an env changes nothing in it.
+// docs/kernel-notes.md #21), else env `t`, on a local copy of its packed state, packed back at
+// the end. Which thread runs an env changes nothing in it. A slot past the last env
+// (`t >= n_envs`, in the launch's last block) has no env: it only meets the votes and barriers.
 // `ran` (nullable) receives each env's instructions in its last frame, the key to regroup by.
-NESLE_FN void nes_step_slot(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr, const u8* actions,
-                            const u32* order, u32 t, u32 frames, u8* pixels, u32* ran) {
-    u32 env = order ? order[t] : t;
-    u8* px = pixels ? pixels + (u64)env * 256 * 240 : nullptr;
-    u32 r = nes_step_env_packed(states + (u64)env * stride, packing, prg, chr, actions[env], frames, px);
-    if (ran) ran[env] = r;
+// Out of line: inlined into nesle_step, it left the frame loop 144 bytes of spill loads, not 4.
+NESLE_DEV void nes_step_slot(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr, const u8* actions,
+                             const u32* order, u32 t, u32 n_envs, u32 frames, u8* pixels, u32* ran) {
+    bool active = t < n_envs;
+    u32 env = active ? (order ? order[t] : t) : 0;
+    u8* packed = states + (u64)env * stride;
+    u8* px = active && pixels ? pixels + (u64)env * 256 * 240 : nullptr;
+    Nes n;
+    if (active) nes_convert(&n.st, packed, packing, false);
+    u32 r = nes_step_env(n, prg, chr, active ? actions[env] : 0, frames, px, active);
+    if (active) {
+        nes_convert(&n.st, packed, packing, true);
+        if (ran) ran[env] = r;
+    }
 }
 
 // Copies one packed state (`stride` bytes, a multiple of 8) 8 bytes at a time.

@@ -9,7 +9,7 @@
 extern "C" void nesle_host_step(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr, const u8* actions,
                                 u32 n_envs, u32 frames, u8* pixels, const u32* order, u32* ran) {
     for (u32 t = 0; t < n_envs; t++)
-        nes_step_slot(states, stride, packing, prg, chr, actions, order, t, frames, pixels, ran);
+        nes_step_slot(states, stride, packing, prg, chr, actions, order, t, n_envs, frames, pixels, ran);
 }
 
 extern "C" u32 nesle_host_state_size(void) { return (u32)sizeof(FlatState); }

@@ -8,16 +8,21 @@
 
 static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time");
 
-// Fit NESLE_STEP_MIN_BLOCKS blocks of 128 threads per SM (a register cap of 128 at 4): 65,536
-// envs then run in one wave on a 132-SM GPU instead of 1.29 and more warps hide the latency
-// (kernel-notes #25: A +44%, B +36%). `-DNESLE_STEP_MIN_BLOCKS=0` drops the bounds. Unlike
-// `--maxrregcount`, the bounds reach the PTX, so the run-time compile honours them too. The
-// step launch must keep at most 128 threads a block (launch.rs).
+// Blocks of up to NESLE_STEP_THREADS threads, NESLE_STEP_MIN_BLOCKS of them per SM: 512
+// threads an SM, a register cap of 128, so 65,536 envs run in one wave on a 132-SM GPU instead
+// of 1.29 and more warps hide the latency (kernel-notes #25: A +44%, B +36%). 256 threads a
+// block, so a block barrier of nes_run_frame lines up 8 warps, 2 on each of the SM's four
+// schedulers (#40); the launch uses 128 when the envs are too few to fill every SM so
+// (launch.rs). `-DNESLE_STEP_MIN_BLOCKS=0` drops the bounds. Unlike `--maxrregcount`, the
+// bounds reach the PTX, so the run-time compile honours them too.
+#ifndef NESLE_STEP_THREADS
+#define NESLE_STEP_THREADS 256
+#endif
 #ifndef NESLE_STEP_MIN_BLOCKS
-#define NESLE_STEP_MIN_BLOCKS 4
+#define NESLE_STEP_MIN_BLOCKS (512 / NESLE_STEP_THREADS)
 #endif
 #if NESLE_STEP_MIN_BLOCKS
-#define NESLE_STEP_BOUNDS __launch_bounds__(128, NESLE_STEP_MIN_BLOCKS)
+#define NESLE_STEP_BOUNDS __launch_bounds__(NESLE_STEP_THREADS, NESLE_STEP_MIN_BLOCKS)
 #else
 #define NESLE_STEP_BOUNDS
 #endif
@@ -30,8 +35,10 @@ extern "C" __global__ void NESLE_STEP_BOUNDS nesle_step(u8* states, u32 stride, 
                                       const u8* actions, u32 n_envs, u32 frames, u8* pixels, const u32* order,
                                       u32* ran) {
     // Grid-stride: the launch may have fewer threads than envs (launch.rs caps the blocks per SM).
-    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < n_envs; t += gridDim.x * blockDim.x)
-        nes_step_slot(states, stride, packing, prg, chr, actions, order, t, frames, pixels, ran);
+    // Every thread of a block takes the same turns (the frames have block barriers inside).
+    for (u32 base = blockIdx.x * blockDim.x; base < n_envs; base += gridDim.x * blockDim.x)
+        nes_step_slot(states, stride, packing, prg, chr, actions, order, base + threadIdx.x, n_envs, frames, pixels,
+                      ran);
 }
 
 // states[env] = bank[pick[env]] where mask[env] != 0 (both packed alike). `pick` out of range

@@ -46,3 +46,9 @@ static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-w
 #else
 #define NESLE_WARP_VOTE 0
 #endif
+
+// Parts of a frame with a block barrier after each, in the warp vote's builds (nes_run_frame,
+// kernel-notes #40): 8 measured best on protocol B with 256-thread blocks; 1 turns it off.
+#ifndef NESLE_PHASES
+#define NESLE_PHASES 8
+#endif

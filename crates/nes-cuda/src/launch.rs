@@ -145,18 +145,34 @@ use std::sync::Arc;
 /// leaving the register allocator room (the step kernel is large). See docs/kernel-notes.md.
 const BLOCK: u32 = 128;
 
-/// Threads per block of the step kernel: `NESLE_BLOCK` (a measurement knob, a multiple of 32 up
-/// to 128, the kernel's launch bounds), else [`BLOCK`].
-fn step_block() -> u32 {
-    static B: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *B.get_or_init(|| {
+/// Threads per block of the step kernel for `n` envs on `sms` SMs: 256 (the kernel's launch
+/// bounds, kernels/nesle.cu) when the envs fill every SM with blocks that large, so that each
+/// block barrier in a frame lines up 8 warps (kernel-notes #40: protocol B +30% at 65,536
+/// envs), else [`BLOCK`], which spreads fewer envs over more SMs. `NESLE_BLOCK` (a measurement
+/// knob, a multiple of 32 up to 512; above 256 only for kernels compiled with as large a
+/// `NESLE_STEP_THREADS`, or the launch fails with an error) overrides it.
+fn step_block(n: usize, sms: u32) -> u32 {
+    static B: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let knob = *B.get_or_init(|| {
         std::env::var("NESLE_BLOCK")
             .ok()
             .and_then(|v| v.parse().ok())
-            .filter(|&b: &u32| b > 0 && b <= BLOCK && b % 32 == 0)
-            .unwrap_or(BLOCK)
-    })
+            .filter(|&b: &u32| b > 0 && b <= 512 && b % 32 == 0)
+    });
+    knob.unwrap_or_else(|| default_step_block(n, sms))
 }
+
+/// [`step_block`] without the knob.
+fn default_step_block(n: usize, sms: u32) -> u32 {
+    if n >= STEP_BLOCK_MAX as usize * sms.max(1) as usize {
+        STEP_BLOCK_MAX
+    } else {
+        BLOCK
+    }
+}
+
+/// The step kernel's block size in its launch bounds (`NESLE_STEP_THREADS`, kernels/nesle.cu).
+const STEP_BLOCK_MAX: u32 = 256;
 
 /// Resident blocks per SM the step launch is capped at (`NESLE_BLOCKS_PER_SM`, a measurement
 /// knob; 0 = no cap, one thread per env). With a cap the grid is SMs x cap blocks and each
@@ -506,7 +522,8 @@ impl Gpu {
         // bounds its banking maps), so the kernel's PRG/CHR reads stay inside `prg`/`chr`.
         // One thread per env touches only its own state and pixels (a thread may step several
         // envs in turn, never one env twice): no data race.
-        unsafe { b.launch(step_grid(n_envs, step_block(), self.sms, step_blocks_per_sm())) }.map_err(cuda)?;
+        unsafe { b.launch(step_grid(n_envs, step_block(n_envs, self.sms), self.sms, step_blocks_per_sm())) }
+            .map_err(cuda)?;
         Ok(())
     }
 
@@ -640,7 +657,7 @@ pub(crate) fn tables_as_bytes(t: &GrayTables) -> &[u8] {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_timeout, step_grid};
+    use super::{default_step_block, parse_timeout, step_grid};
     use std::time::Duration;
 
     #[test]
@@ -652,6 +669,15 @@ mod tests {
         assert_eq!(step_grid(65_536, 128, 132, 2).grid_dim.0, 264);
         // A cap above what the envs need changes nothing.
         assert_eq!(step_grid(1_000, 128, 132, 2).grid_dim.0, 8);
+    }
+
+    #[test]
+    fn the_step_block_is_256_only_when_such_blocks_fill_every_sm() {
+        assert_eq!(default_step_block(65_536, 132), 256);
+        assert_eq!(default_step_block(256 * 132, 132), 256);
+        assert_eq!(default_step_block(256 * 132 - 1, 132), 128);
+        assert_eq!(default_step_block(4_096, 132), 128);
+        assert_eq!(default_step_block(1, 0), 128);
     }
 
     #[test]
