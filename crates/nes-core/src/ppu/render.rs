@@ -495,6 +495,25 @@ impl Ppu {
         let mut d = from;
         while d <= to {
             let n = self.eval_n as u32;
+            let last = to.min(255); // dot 256 also counts the line's sprites
+            if d & 1 == 1 && d > 65 && d < last && self.eval_done && self.oam_addr == (self.eval_n << 2) | (self.eval_m & 3)
+            {
+                // The scan is done: each pair re-reads OAM at (n, m) and moves n on (its
+                // write half reads secondary OAM once full), so the span's pairs run at once
+                // (perf-notes #46).
+                let k = (last - d + 1) as u32 / 2;
+                let m = self.eval_m & 3;
+                self.eval_buffer = if self.eval_sec_addr >= 32 {
+                    self.sec_oam[(self.eval_sec_addr & 31) as usize]
+                } else {
+                    self.oam[((((n + k - 1) & 63) << 2) as u8 | m) as usize]
+                };
+                let next = ((n + k) & 63) as u8;
+                self.eval_n = next;
+                self.oam_addr = (next << 2) | m;
+                d += 2 * k as u16;
+                continue;
+            }
             if d & 1 == 1
                 && d > 65
                 && d < to

@@ -584,6 +584,43 @@ fn evaluating_a_whole_line_at_once_matches_192_single_dots() {
 }
 
 #[test]
+fn evaluating_spans_matches_single_dots_with_oamaddr_moved_between_them() {
+    // Spans of random length over dots 65-256 (a tile's share, a run of skipped tiles) against
+    // single dots, with OAMADDR sometimes written between two spans, as a `$2003` write during
+    // rendering does: the spans' shortcuts (a run of out-of-range sprites, the pairs after the
+    // scan is done) must see that the next read no longer comes from sprite `eval_n`.
+    let mut rng = Rng(0x3c6e_f372_fe94_f82b);
+    for case in 0..3000 {
+        let mut ppu = Ppu::new();
+        ppu.scanline = (rng.next() % 240) as u16;
+        ppu.ctrl = if rng.next() & 1 != 0 { CTRL_SPRITE_16 } else { 0 };
+        let spread = 1 + rng.next() % 120;
+        for b in ppu.oam.iter_mut() {
+            *b = (ppu.scanline as u32 + 256 - 16 + rng.next() % spread) as u8;
+        }
+        ppu.oam_addr = if case % 4 == 0 { rng.next() as u8 } else { 0 };
+        ppu.sec_oam = [0xff; 32];
+        ppu.in_range_valid = false;
+        let mut dots = ppu.clone();
+        let mut d = 65u16;
+        while d <= 256 {
+            let to = (d + (rng.next() % 40) as u16).min(256);
+            for x in d..=to {
+                dots.sprite_eval(x);
+            }
+            ppu.sprite_eval_span(d, to);
+            assert_eq!(saved(&ppu), saved(&dots), "case {case}: dots {d}..={to}");
+            if rng.next() % 3 == 0 {
+                let a = rng.next() as u8;
+                ppu.oam_addr = a;
+                dots.oam_addr = a;
+            }
+            d = to + 1;
+        }
+    }
+}
+
+#[test]
 fn running_dots_in_batches_matches_ticking_them_one_by_one() {
     // Random patterns, nametables, palette, OAM and scroll; rendering masks with and without
     // sprites, left columns and background; pixels on and off. One PPU ticks, the other runs
