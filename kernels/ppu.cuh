@@ -842,8 +842,23 @@ NESLE_DEV void ppu_sprite_eval_line(Nes& nes) {
 NESLE_DEV void ppu_sprite_eval_span(Nes& nes, u16 from, u16 to) {
     FlatState& s = nes.st;
     u16 d = from;
+    u16 last = to < 255 ? to : 255;  // dot 256 also counts the line's sprites
     while (d <= to) {
         u32 n = s.ppu_eval_n;
+        if ((d & 1) && d > 65 && d < last && s.ppu_eval_done &&
+            s.ppu_oam_addr == (u8)((n << 2) | (s.ppu_eval_m & 3))) {
+            // The scan is done: each pair re-reads OAM at (n, m) and moves n on (its write half
+            // reads secondary OAM once full), so the span's pairs run at once (#42).
+            u32 k = (u32)(last - d + 1) / 2;
+            u32 m = s.ppu_eval_m & 3;
+            s.ppu_eval_buffer = s.ppu_eval_sec_addr >= 32 ? s.ppu_sec_oam[s.ppu_eval_sec_addr & 31]
+                                                          : s.ppu_oam[(((n + k - 1) & 63) << 2) | m];
+            n = (n + k) & 63;
+            s.ppu_eval_n = (u8)n;
+            s.ppu_oam_addr = (u8)((n << 2) | m);
+            d = (u16)(d + 2 * k);
+            continue;
+        }
         if ((d & 1) && d > 65 && d < to && !s.ppu_eval_done && s.ppu_eval_m == 0 && !s.ppu_eval_in_range &&
             s.ppu_eval_sec_addr < 32 && s.ppu_oam_addr == (u8)(n << 2)) {
             u32 pairs = (u32)(to - d + 1) / 2;
