@@ -37,13 +37,27 @@ fn warm(rom: &[u8]) -> FlatState {
 
 /// Runs `dots` dots on two copies of `state`: one ticks, the other runs batches of random
 /// length (half up to `longest` dots, half up to 20); state and pixels must agree at every
-/// batch end.
-fn batches_match_ticks(case: usize, state: &FlatState, image: &RomImage, rng: &mut Rng, dots: u32, longest: u32) {
+/// batch end. With `move_oam_addr`, a third of the batch ends also set OAMADDR on both, as a
+/// `$2003` write does (during rendering too).
+fn batches_match_ticks(
+    case: usize,
+    state: &FlatState,
+    image: &RomImage,
+    rng: &mut Rng,
+    dots: u32,
+    longest: u32,
+    move_oam_addr: bool,
+) {
     let pixels = state.ppu_render_pixels != 0;
     let (mut ticked, mut batched) = (*state, *state);
     let (mut pt, mut pb) = (vec![0u8; PIXELS_PER_ENV], vec![0u8; PIXELS_PER_ENV]);
     let mut left = dots;
     while left > 0 {
+        if move_oam_addr && rng.next() % 3 == 0 {
+            let a = rng.next() as u8;
+            ticked.ppu_oam_addr = a;
+            batched.ppu_oam_addr = a;
+        }
         let n = (1 + rng.next() % if rng.next() & 1 != 0 { longest } else { 20 }).min(left);
         host::ppu_run(&mut ticked, image, n, true, pixels.then_some(&mut pt[..])).unwrap();
         host::ppu_run(&mut batched, image, n, false, pixels.then_some(&mut pb[..])).unwrap();
@@ -65,32 +79,54 @@ fn the_catch_up_ppu_matches_ticking_dot_by_dot() {
     let image = RomImage::new(&rom).unwrap();
     let base = warm(&rom);
     let mut rng = Rng(0x2545_f491);
-    const MASKS: [u8; 6] = [0x1e, 0x18, 0x08, 0x10, 0x1a, 0x16];
     for case in 0..12 {
-        let mut s = base;
-        for b in s.cart_chr_ram.iter_mut() {
-            *b = if rng.next() % 3 == 0 { 0 } else { rng.next() as u8 };
-        }
-        for b in s.cart_ciram[..0x800].iter_mut() {
-            *b = rng.next() as u8;
-        }
-        for b in s.ppu_palette.iter_mut() {
-            *b = rng.next() as u8 & 0x3f;
-        }
-        for b in s.ppu_oam.iter_mut() {
-            *b = rng.next() as u8;
-        }
-        // A few sprites (sprite 0 included) clustered on some lines for overflow and hits.
-        for k in 0..24 {
-            s.ppu_oam[k * 4] = (40 + rng.next() % 40) as u8;
-        }
-        s.ppu_mask = MASKS[case % MASKS.len()];
-        s.ppu_ctrl = rng.next() as u8 & 0x38;
-        s.ppu_t = rng.next() as u16 & 0x7fff;
-        s.ppu_x = rng.next() as u8 & 7;
-        s.ppu_render_pixels = (case % 2 == 0) as u8;
-        batches_match_ticks(case, &s, &image, &mut rng, 3 * 89_342, if case % 3 == 0 { 700 } else { 3000 });
+        let s = random_scene(&base, &mut rng, case);
+        batches_match_ticks(case, &s, &image, &mut rng, 3 * 89_342, if case % 3 == 0 { 700 } else { 3000 }, false);
     }
+}
+
+#[test]
+fn the_catch_up_ppu_matches_ticking_with_oamaddr_moved_between_batches() {
+    // As above, with OAMADDR written at batch ends: the batches' shortcuts through the sprite
+    // evaluation (runs of out-of-range sprites, the pairs after the scan is done) must see that
+    // the next read no longer comes from sprite `eval_n`.
+    let rom = rom();
+    let image = RomImage::new(&rom).unwrap();
+    let base = warm(&rom);
+    let mut rng = Rng(0x3c6e_f372);
+    for case in 0..8 {
+        let s = random_scene(&base, &mut rng, case);
+        batches_match_ticks(case, &s, &image, &mut rng, 2 * 89_342, 40, true);
+    }
+}
+
+/// Random patterns, nametables, palette, OAM and scroll on `base`; the rendering mask by
+/// `case`; pixels on for even cases.
+fn random_scene(base: &FlatState, rng: &mut Rng, case: usize) -> FlatState {
+    const MASKS: [u8; 6] = [0x1e, 0x18, 0x08, 0x10, 0x1a, 0x16];
+    let mut s = *base;
+    for b in s.cart_chr_ram.iter_mut() {
+        *b = if rng.next() % 3 == 0 { 0 } else { rng.next() as u8 };
+    }
+    for b in s.cart_ciram[..0x800].iter_mut() {
+        *b = rng.next() as u8;
+    }
+    for b in s.ppu_palette.iter_mut() {
+        *b = rng.next() as u8 & 0x3f;
+    }
+    for b in s.ppu_oam.iter_mut() {
+        *b = rng.next() as u8;
+    }
+    // A few sprites (sprite 0 included) clustered on some lines for overflow and hits.
+    for k in 0..24 {
+        s.ppu_oam[k * 4] = (40 + rng.next() % 40) as u8;
+    }
+    s.ppu_mask = MASKS[case % MASKS.len()];
+    s.ppu_ctrl = rng.next() as u8 & 0x38;
+    s.ppu_t = rng.next() as u16 & 0x7fff;
+    s.ppu_x = rng.next() as u8 & 7;
+    s.ppu_render_pixels = (case % 2 == 0) as u8;
+    s
 }
 
 #[test]
