@@ -25,6 +25,15 @@ extern "C" void nesle_host_cpu_step(FlatState* state, const u8* prg, const u8* c
     *state = n.st;
 }
 
+// The bound a `$2002` read trusts instead of catching the PPU up (`ppu_dots_to_status_change`):
+// the kernels' PPU tests check it against ticking.
+extern "C" u32 nesle_host_status_bound(const FlatState* state, const u8* prg, const u8* chr) {
+    Nes n;
+    n.st = *state;
+    nes_init(n, prg, chr);
+    return ppu_dots_to_status_change(n);
+}
+
 // `dots` PPU dots of one console, as the bus's catch-up runs them (`ppu_run`, in bulk where it
 // can) or, with `one_by_one`, through `ppu_tick` each: the two must leave the same state and
 // pixels (crates/nes-cuda/tests/ppu_batches.rs). `pixels` is null or one 256x240 picture.

@@ -26,6 +26,7 @@ extern "C" {
     fn nesle_host_gray84(pixels: *const u8, tables: *const GrayTables, out: *mut u8, n_envs: u32);
     fn nesle_host_cpu_step(state: *mut FlatState, prg: *const u8, chr: *const u8);
     fn nesle_host_ppu_run(state: *mut FlatState, prg: *const u8, chr: *const u8, dots: u32, one_by_one: u32, pixels: *mut u8);
+    fn nesle_host_status_bound(state: *const FlatState, prg: *const u8, chr: *const u8) -> u32;
 }
 
 /// Runs the host build of `nesle_step` over `states` packed as a GPU batch packs them (so the
@@ -126,6 +127,13 @@ pub(crate) fn host_ppu_run(state: &mut FlatState, rom: &RomImage, dots: u32, one
     // SAFETY: as in `host_step`, for one unpacked state (the caller checked it belongs to
     // `rom`); `pixels` is null or one 256x240 picture, the only range the C++ code writes.
     unsafe { nesle_host_ppu_run(state, rom.prg.as_ptr(), chr, dots, one_by_one as u32, px) }
+}
+/// The host build's `ppu_dots_to_status_change` for one console.
+pub(crate) fn host_status_bound(state: &FlatState, rom: &RomImage) -> u32 {
+    let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
+    // SAFETY: as in `host_step`, for one unpacked state (the caller checked it belongs to
+    // `rom`); the C++ code reads a copy of it and writes nothing.
+    unsafe { nesle_host_status_bound(state, rom.prg.as_ptr(), chr) }
 }
 // ---------------------------------------------------------------------------------------------
 // The GPU: the embedded kernel images, loaded and launched through cudarc (libcuda loaded at

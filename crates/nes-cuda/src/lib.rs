@@ -99,6 +99,14 @@ pub mod host {
         Ok(())
     }
 
+    /// The number of dots from now within which the PPU's `$2002` bits (5-7) cannot change,
+    /// as the kernels' bus trusts it to answer a read without catching the PPU up
+    /// (`ppu_dots_to_status_change`): the kernels' PPU tests check it against ticking.
+    pub fn status_bound(state: &FlatState, rom: &RomImage) -> Result<u32, Error> {
+        check_inputs(std::slice::from_ref(state), rom, &[0])?;
+        Ok(launch::host_status_bound(state, rom))
+    }
+
     fn check_inputs(states: &[FlatState], rom: &RomImage, actions: &[u8]) -> Result<(), Error> {
         if actions.len() != states.len() {
             return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), states.len())));

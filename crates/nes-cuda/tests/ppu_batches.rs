@@ -100,6 +100,57 @@ fn the_catch_up_ppu_matches_ticking_with_oamaddr_moved_between_batches() {
     }
 }
 
+#[test]
+fn the_status_bound_holds_with_oamaddr_moved_mid_evaluation() {
+    // The bound a `$2002` read trusts instead of catching the PPU up, asked after random dots of
+    // random scenes with OAMADDR written at random dots (`$2003` during rendering): ticking to
+    // the dot before the change it names must leave bits 5-7 as they were. Reaches the
+    // overflow bound's guards (`ppu_eval_cannot_fill`: the byte an odd dot already read, an
+    // OAMADDR no longer at sprite `eval_n`), which the parity runs' scenes do not.
+    let rom = rom();
+    let image = RomImage::new(&rom).unwrap();
+    let base = warm(&rom);
+    let mut rng = Rng(0x5851_f42d);
+    let mut changes = 0;
+    for case in 0..6 {
+        let mut s = random_scene(&base, &mut rng, case);
+        s.ppu_render_pixels = 0;
+        // Every OAM byte a Y near lines 40-95, so the diagonal scan reads Ys in range too and
+        // lines there hold 8 sprites and more.
+        for b in s.ppu_oam.iter_mut() {
+            *b = (40 + rng.next() % 48) as u8;
+        }
+        let mut left = 89_342u32;
+        while left > 0 {
+            let skip = (1 + rng.next() % 12).min(left);
+            host::ppu_run(&mut s, &image, skip, true, None).unwrap();
+            left -= skip;
+            if rng.next() % 4 == 0 {
+                s.ppu_oam_addr = rng.next() as u8;
+            }
+            // The overflow flag stays set for the rest of a frame once it rises; clearing it
+            // asks the overflow bound again on every line (any status is a state it must hold
+            // for).
+            if rng.next() % 2 == 0 {
+                s.ppu_status &= !0x20;
+            }
+            let dist = host::status_bound(&s, &image).unwrap();
+            let status = s.ppu_status & 0xe0;
+            let mut t = s;
+            if dist > 1 {
+                host::ppu_run(&mut t, &image, dist.min(3 * 89_342) - 1, true, None).unwrap();
+                let at = (t.ppu_scanline, t.ppu_dot);
+                assert_eq!(t.ppu_status & 0xe0, status, "case {case}: bound {dist} from {:?}, at {at:?}", (s.ppu_scanline, s.ppu_dot));
+            }
+            host::ppu_run(&mut t, &image, 1, true, None).unwrap();
+            changes += (t.ppu_status & 0xe0 != status) as u32;
+        }
+    }
+    // Not vacuous: besides VBL's set and clear in each case, the scenes hit and overflow on
+    // the very dot a bound names.
+    assert!(changes > 12, "{changes} status changes");
+}
+
 /// Random patterns, nametables, palette, OAM and scroll on `base`; the rendering mask by
 /// `case`; pixels on for even cases.
 fn random_scene(base: &FlatState, rng: &mut Rng, case: usize) -> FlatState {

@@ -583,6 +583,53 @@ fn evaluating_a_whole_line_at_once_matches_192_single_dots() {
     }
 }
 
+/// A PPU on a random visible line before its sprite evaluation (dot 65): every OAM byte a Y
+/// near the line (0 to ~20 sprites in range, and the buggy scan's reads too), OAMADDR 0 or,
+/// one case in four, anything.
+fn evaluation_scene(rng: &mut Rng, case: usize) -> Ppu {
+    let mut ppu = Ppu::new();
+    ppu.scanline = (rng.next() % 240) as u16;
+    ppu.ctrl = if rng.next() & 1 != 0 { CTRL_SPRITE_16 } else { 0 };
+    let spread = 1 + rng.next() % 120;
+    for b in ppu.oam.iter_mut() {
+        *b = (ppu.scanline as u32 + 256 - 16 + rng.next() % spread) as u8;
+    }
+    ppu.oam_addr = if case % 4 == 0 { rng.next() as u8 } else { 0 };
+    ppu.sec_oam = [0xff; 32];
+    ppu.in_range_valid = false;
+    ppu
+}
+
+#[test]
+fn the_overflow_bound_mid_evaluation_never_misses_an_overflow() {
+    // `eval_cannot_fill` after every dot of random evaluations (`evaluation_scene`: any byte
+    // the buggy scan or a moved OAMADDR reads may be a Y in range), with OAMADDR written after
+    // random dots as a `$2003` write does: moved after an even dot, the next odd dot reads
+    // some other byte than sprite `eval_n`'s Y. Whenever the bound says the line cannot
+    // overflow, the rest of it run dot by dot must not set the flag.
+    let mut rng = Rng(0x6a09_e667_f3bc_c909);
+    let mut claims = 0;
+    for case in 0..1500 {
+        let mut ppu = evaluation_scene(&mut rng, case);
+        for d in 65..=255u16 {
+            ppu.sprite_eval(d);
+            ppu.dot = d;
+            if rng.next() % 5 == 0 {
+                ppu.oam_addr = rng.next() as u8;
+            }
+            if !ppu.eval_done && ppu.status & STATUS_OVERFLOW == 0 && ppu.eval_cannot_fill() {
+                claims += 1;
+                let mut rest = ppu.clone();
+                for x in d + 1..=256 {
+                    rest.sprite_eval(x);
+                }
+                assert_eq!(rest.status & STATUS_OVERFLOW, 0, "case {case}: line {} dot {d}", ppu.scanline);
+            }
+        }
+    }
+    assert!(claims > 10_000, "{claims} claims");
+}
+
 #[test]
 fn evaluating_spans_matches_single_dots_with_oamaddr_moved_between_them() {
     // Spans of random length over dots 65-256 (a tile's share, a run of skipped tiles) against
@@ -591,16 +638,7 @@ fn evaluating_spans_matches_single_dots_with_oamaddr_moved_between_them() {
     // scan is done) must see that the next read no longer comes from sprite `eval_n`.
     let mut rng = Rng(0x3c6e_f372_fe94_f82b);
     for case in 0..3000 {
-        let mut ppu = Ppu::new();
-        ppu.scanline = (rng.next() % 240) as u16;
-        ppu.ctrl = if rng.next() & 1 != 0 { CTRL_SPRITE_16 } else { 0 };
-        let spread = 1 + rng.next() % 120;
-        for b in ppu.oam.iter_mut() {
-            *b = (ppu.scanline as u32 + 256 - 16 + rng.next() % spread) as u8;
-        }
-        ppu.oam_addr = if case % 4 == 0 { rng.next() as u8 } else { 0 };
-        ppu.sec_oam = [0xff; 32];
-        ppu.in_range_valid = false;
+        let mut ppu = evaluation_scene(&mut rng, case);
         let mut dots = ppu.clone();
         let mut d = 65u16;
         while d <= 256 {
