@@ -313,6 +313,18 @@ impl Bus {
         if in_vblank {
             // Once, so the PPU itself stands in vertical blank for every write.
             self.catch_up_for_access();
+            if page < 0x20 && self.cycles + 512 < self.apu_deadline {
+                // From RAM with no DMC fetch due: the 256 read/write pairs touch nothing but
+                // OAM, OAMADDR and the latches, so they run as one copy (perf-notes #49).
+                let at = (base & 0x7ff) as usize;
+                for i in 0..256 {
+                    self.ppu.cpu_write(0x2004, self.ram[at + i], &mut self.cart);
+                }
+                self.open_bus = self.ram[at + 255];
+                self.cycles += 512;
+                self.refresh_lines();
+                return;
+            }
         }
         for i in 0..256u16 {
             self.tick();

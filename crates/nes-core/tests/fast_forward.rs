@@ -170,4 +170,36 @@ fn oam_dma_without_catch_ups_in_vertical_blank_is_exact_wherever_it_starts() {
     assert_fast_forward_is_invisible("OAM DMA", &oam_dma_rom(), 600);
 }
 
+/// `oam_dma_rom` with the DMC playing a looped sample at its fastest rate from power-on, so
+/// its fetches (a byte every 432 cycles) fall inside the 513-cycle transfers, at all offsets.
+fn oam_dma_dmc_rom() -> Vec<u8> {
+    #[rustfmt::skip]
+    let code: &[u8] = &[
+        0x78, 0xd8, 0xa2, 0xff, 0x9a,       // SEI CLD LDX #$FF TXS
+        0xa9, 0x4f, 0x8d, 0x10, 0x40,       // LDA #$4F STA $4010: rate 15, loop, no IRQ
+        0xa9, 0xff, 0x8d, 0x13, 0x40,       // LDA #$FF STA $4013: 4,081 bytes from $C000
+        0xa9, 0x10, 0x8d, 0x15, 0x40,       // LDA #$10 STA $4015: the DMC on
+        // $C014: as oam_dma_rom's main loop.
+        0xa9, 0x80, 0x8d, 0x00, 0x20,       // LDA #$80 STA $2000
+        0xa9, 0x1e, 0x8d, 0x01, 0x20,       // LDA #$1E STA $2001
+        0xa6, 0x11, 0xca, 0xd0, 0xfd,       // LDX $11; DEX BNE
+        0xa9, 0x02, 0x8d, 0x14, 0x40,       // LDA #2 STA $4014
+        0xe6, 0x11, 0x4c, 0x14, 0xc0,       // INC $11 JMP $C014
+        // $C02D NMI: as oam_dma_rom's.
+        0xe6, 0x10, 0xa5, 0x10, 0xa0, 0x08, // INC $10 LDA $10 LDY #8
+        0x99, 0xff, 0x01, 0x18, 0x69, 0x35, 0x88, 0xd0, 0xf7, // STA $01FF,Y CLC ADC #$35 DEY BNE
+        0xa6, 0x10, 0xca, 0xea, 0xea, 0xea, 0xd0, 0xfa, // LDX $10; DEX NOP NOP NOP BNE
+        0xa5, 0x10, 0x8d, 0x03, 0x20,       // LDA $10 STA $2003
+        0xa9, 0x02, 0x8d, 0x14, 0x40,       // LDA #2 STA $4014
+        0x40,                               // RTI
+    ];
+    assert_eq!(code.len(), 0x4f, "the vectors below point into this layout");
+    nrom(code, 0xc02d, 0xc000)
+}
+
+#[test]
+fn oam_dma_in_vertical_blank_is_exact_with_dmc_fetches_inside() {
+    assert_fast_forward_is_invisible("OAM DMA with the DMC", &oam_dma_dmc_rom(), 600);
+}
+
 
