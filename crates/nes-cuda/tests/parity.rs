@@ -12,6 +12,10 @@ use nes_cuda::{host, RomImage, PIXELS_PER_ENV};
 
 mod common;
 use common::Rng;
+// nes-core's hand-assembled test ROMs (status polls, OAM DMAs all through the frame, with the
+// DMC fetching inside them).
+#[path = "../../nes-core/tests/common/mod.rs"]
+mod core_roms;
 use std::path::PathBuf;
 
 const ENVS: usize = 4;
@@ -183,6 +187,22 @@ fn every_test_rom_runs_identically_on_nes_core_and_the_host_compiled_kernels() {
     }
     println!("{} of {} ROMs identical", results.len() - failures.len(), results.len());
     assert!(failures.is_empty(), "parity failures:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn the_hand_assembled_fast_forward_roms_run_identically() {
+    // The ROMs nes-core's fast-forward tests use (crates/nes-core/tests/fast_forward.rs): they
+    // reach what the test ROMs and games rarely do, e.g. OAM DMAs starting all through vertical
+    // blank with DMC fetches inside them.
+    for (name, rom) in [
+        ("status polls", core_roms::status_poll_rom()),
+        ("OAM DMA", core_roms::oam_dma_rom()),
+        ("OAM DMA with the DMC", core_roms::oam_dma_dmc_rom()),
+    ] {
+        if let Err(e) = run_parity(name, &rom, 600, 1, &random_buttons) {
+            panic!("{e}");
+        }
+    }
 }
 
 /// SIMPLE_MOVEMENT: NOOP, R, R+A, R+B, R+A+B, A, L.
