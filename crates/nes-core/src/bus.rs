@@ -314,8 +314,9 @@ impl Bus {
             // Once, so the PPU itself stands in vertical blank for every write.
             self.catch_up_for_access();
             if page < 0x20 && self.cycles + 512 < self.apu_deadline {
-                // From RAM with no DMC fetch due: the 256 read/write pairs touch nothing but
-                // OAM, OAMADDR and the latches, so they run as one copy (perf-notes #49).
+                // From RAM with no APU event (a DMC fetch, an IRQ) due: the 256 read/write
+                // pairs touch nothing but OAM, OAMADDR and the latches, so they run as one
+                // copy (perf-notes #49).
                 let at = (base & 0x7ff) as usize;
                 for i in 0..256 {
                     self.ppu.cpu_write(0x2004, self.ram[at + i], &mut self.cart);

@@ -128,6 +128,7 @@ pub(crate) fn host_ppu_run(state: &mut FlatState, rom: &RomImage, dots: u32, one
     // `rom`); `pixels` is null or one 256x240 picture, the only range the C++ code writes.
     unsafe { nesle_host_ppu_run(state, rom.prg.as_ptr(), chr, dots, one_by_one as u32, px) }
 }
+
 /// The host build's `ppu_dots_to_status_change` for one console.
 pub(crate) fn host_status_bound(state: &FlatState, rom: &RomImage) -> u32 {
     let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
@@ -135,6 +136,7 @@ pub(crate) fn host_status_bound(state: &FlatState, rom: &RomImage) -> u32 {
     // `rom`); the C++ code reads a copy of it and writes nothing.
     unsafe { nesle_host_status_bound(state, rom.prg.as_ptr(), chr) }
 }
+
 // ---------------------------------------------------------------------------------------------
 // The GPU: the embedded kernel images, loaded and launched through cudarc (libcuda loaded at
 // run time).

@@ -493,10 +493,14 @@ impl Ppu {
     /// goes to the same secondary OAM byte, so the last one is what stays, in `eval_buffer` too.
     pub(super) fn sprite_eval_span(&mut self, from: u16, to: u16) {
         let mut d = from;
+        let last = to.min(255); // dot 256 also counts the line's sprites
         while d <= to {
             let n = self.eval_n as u32;
-            let last = to.min(255); // dot 256 also counts the line's sprites
-            if d & 1 == 1 && d > 65 && d < last && self.eval_done && self.oam_addr == (self.eval_n << 2) | (self.eval_m & 3)
+            if d & 1 == 1
+                && d > 65
+                && d < last
+                && self.eval_done
+                && self.oam_addr == (self.eval_n << 2) | (self.eval_m & 3)
             {
                 // The scan is done: each pair re-reads OAM at (n, m) and moves n on (its
                 // write half reads secondary OAM once full), so the span's pairs run at once
