@@ -249,7 +249,19 @@ NESLE_DEV void bus_run_oam_dma(Nes& n, u8 page, u16 halted_addr) {
     }
     u16 base = (u16)page << 8;
     bool in_vblank = bus_oam_dma_in_vblank(n);
-    if (in_vblank) bus_catch_up_for_access(n);  // once, so the PPU itself stands in vertical blank
+    if (in_vblank) {
+        bus_catch_up_for_access(n);  // once, so the PPU itself stands in vertical blank
+        if (page < 0x20 && s.bus_cycles + 512 < n.apu_deadline) {
+            // From RAM with no APU event due: the 256 read/write pairs touch nothing but OAM,
+            // OAMADDR and the latches, so they run as one copy (kernel-notes #43).
+            u32 at = base & 0x7ff;
+            for (u32 i = 0; i < 256; i++) ppu_cpu_write(n, 0x2004, s.ram[at + i]);
+            s.bus_open_bus = s.ram[at + 255];
+            s.bus_cycles += 512;
+            bus_refresh_lines(n);
+            return;
+        }
+    }
     for (u16 i = 0; i < 256; i++) {
         bus_tick(n);
         bus_service_dmc_dma(n);

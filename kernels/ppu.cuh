@@ -686,6 +686,43 @@ NESLE_DEV void ppu_sprite_eval_line(Nes& nes) {
     i32 height = (s.ppu_ctrl & CTRL_SPRITE_16) ? 16 : 8;
     i32 line = s.ppu_scanline;
     u8 oam_addr = s.ppu_oam_addr;
+    if (oam_addr == 0) {
+        // The usual case, the scan from sprite 0 with fewer than 8 sprites in range, in closed
+        // form: each in-range sprite's 4 bytes go to the next slot; the runs between them leave
+        // only the Y bytes the copies overwrite, and the run after the last the Y of sprite 63
+        // (unless it is the last copied) in the next slot. That takes 64 + 3c of the 96 pairs;
+        // the rest read Y at n = 0, 1, ... with secondary OAM not full (kernel-notes #41).
+        u64 in_range = 0;
+        u32 c = 0;
+        u64 cand = ppu_line_has_sprites(nes, line) ? ppu_oam_visible(nes) : 0;
+        for (; cand != 0 && c < 8; cand &= cand - 1) {
+            u32 b = nes_ctz64(cand);
+            if ((u32)(line - (i32)s.ppu_oam[b * 4]) < (u32)height) {
+                in_range |= 1ull << b;
+                c += 1;
+            }
+        }
+        if (c < 8) {
+            u32 j = 0;
+            for (u64 m = in_range; m != 0; m &= m - 1, j++) {
+                u32 b = nes_ctz64(m);
+                for (u32 k = 0; k < 4; k++) s.ppu_sec_oam[4 * j + k] = s.ppu_oam[4 * b + k];
+            }
+            if (!(in_range >> 63)) s.ppu_sec_oam[4 * c] = s.ppu_oam[63 * 4];
+            u32 r = 32 - 3 * c;  // pairs left once the scan wraps
+            s.ppu_oam_addr = (u8)(r << 2);
+            s.ppu_eval_buffer = s.ppu_oam[(r - 1) * 4];
+            s.ppu_eval_sec_addr = (u8)(4 * c);
+            s.ppu_eval_n = (u8)r;
+            s.ppu_eval_m = 0;
+            s.ppu_eval_in_range = 0;
+            s.ppu_eval_done = 1;
+            s.ppu_eval_overflow_count = 0;
+            s.ppu_eval_sprite0 = (u8)(in_range & 1);
+            s.ppu_eval_count = (u8)c;
+            return;
+        }
+    }
     u8 n = oam_addr >> 2;
     u8 m = oam_addr & 3;
     u8 sec_addr = 0;
@@ -805,8 +842,23 @@ NESLE_DEV void ppu_sprite_eval_line(Nes& nes) {
 NESLE_DEV void ppu_sprite_eval_span(Nes& nes, u16 from, u16 to) {
     FlatState& s = nes.st;
     u16 d = from;
+    u16 last = to < 255 ? to : 255;  // dot 256 also counts the line's sprites
     while (d <= to) {
         u32 n = s.ppu_eval_n;
+        if ((d & 1) && d > 65 && d < last && s.ppu_eval_done &&
+            s.ppu_oam_addr == (u8)((n << 2) | (s.ppu_eval_m & 3))) {
+            // The scan is done: each pair re-reads OAM at (n, m) and moves n on (its write half
+            // reads secondary OAM once full), so the span's pairs run at once (#42).
+            u32 k = (u32)(last - d + 1) / 2;
+            u32 m = s.ppu_eval_m & 3;
+            s.ppu_eval_buffer = s.ppu_eval_sec_addr >= 32 ? s.ppu_sec_oam[s.ppu_eval_sec_addr & 31]
+                                                          : s.ppu_oam[(((n + k - 1) & 63) << 2) | m];
+            n = (n + k) & 63;
+            s.ppu_eval_n = (u8)n;
+            s.ppu_oam_addr = (u8)((n << 2) | m);
+            d = (u16)(d + 2 * k);
+            continue;
+        }
         if ((d & 1) && d > 65 && d < to && !s.ppu_eval_done && s.ppu_eval_m == 0 && !s.ppu_eval_in_range &&
             s.ppu_eval_sec_addr < 32 && s.ppu_oam_addr == (u8)(n << 2)) {
             u32 pairs = (u32)(to - d + 1) / 2;
