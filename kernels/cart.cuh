@@ -249,7 +249,7 @@ NESLE_FN u8 cart_cpu_read(Nes& n, u16 addr, u8 open) {
         u32 off = s.cart_prg_map[(addr >> 13) & 3] + (addr & 0x1fff);
         return n.prg[off];
     } else if (addr >= 0x6000 && s.cart_prg_ram_size > 0 && s.cart_prg_ram_enabled) {
-        return s.cart_prg_ram[(u32)(addr - 0x6000) % s.cart_prg_ram_size];
+        return n.prg_ram[(u32)(addr - 0x6000) % s.cart_prg_ram_size];
     }
     return open;
 }
@@ -259,7 +259,7 @@ NESLE_FN void cart_cpu_write(Nes& n, u16 addr, u8 v, u64 cycle) {
     if (addr >= 0x8000) {
         mapper_write_register(n, addr, v, cycle);
     } else if (addr >= 0x6000 && s.cart_prg_ram_size > 0 && s.cart_prg_ram_enabled && s.cart_prg_ram_writable) {
-        s.cart_prg_ram[(u32)(addr - 0x6000) % s.cart_prg_ram_size] = v;
+        n.prg_ram[(u32)(addr - 0x6000) % s.cart_prg_ram_size] = v;
     }
 }
 

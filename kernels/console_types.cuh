@@ -9,6 +9,10 @@ struct Nes {
     const u8* chr;
     // 256x240 palette indices for this env, or null: pixels are drawn only when set.
     u8* pixels;
+    // Where this env's PRG RAM lives: `st.cart_prg_ram` by default (`nes_init`), but the step
+    // kernel points it into the packed state in global memory, so its copies of the state skip
+    // 8 KiB that most games never touch (kernel-notes #44). Null when the state keeps none.
+    u8* prg_ram;
     // The catch-up bookkeeping of nes-core's Bus (see bus.cuh), derived, not saved: `nes_init`
     // sets it (= Bus::load), and every exit to the caller catches the PPU and APU up first, so
     // FlatState is exact there. Cycle numbers compare against FlatState::bus_cycles.

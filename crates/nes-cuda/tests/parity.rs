@@ -205,6 +205,38 @@ fn the_hand_assembled_fast_forward_roms_run_identically() {
     }
 }
 
+/// An NROM program whose work lives in PRG RAM (8 KiB, implied by its iNES 1.0 header): each
+/// pass of its loop adds `$6000,Y`, `$7F00,Y`, the A button and the NMI's frame count, stores
+/// the sum to `$6000,Y` and `$0300,Y` and a mix of it to `$7F00,Y`, then moves Y on. A pass is
+/// ~40 cycles, so each step's first passes read what the step before wrote: the kernels keep
+/// PRG RAM in the packed state between steps (kernel-notes #44), and a read or write that went
+/// to the step's local copy instead shows in RAM or PRG RAM.
+fn prg_ram_rom() -> Vec<u8> {
+    #[rustfmt::skip]
+    let code: &[u8] = &[
+        0x78, 0xd8, 0xa2, 0xff, 0x9a,       // SEI CLD LDX #$FF TXS
+        0xa9, 0x80, 0x8d, 0x00, 0x20,       // $C005: LDA #$80 STA $2000 (NMI on, each pass)
+        0xa9, 0x01, 0x8d, 0x16, 0x40,       // LDA #1 STA $4016
+        0xa9, 0x00, 0x8d, 0x16, 0x40,       // LDA #0 STA $4016 (strobe)
+        0xad, 0x16, 0x40, 0x29, 0x01,       // LDA $4016 AND #1 (A button)
+        0x18, 0x79, 0x00, 0x60,             // CLC ADC $6000,Y
+        0x79, 0x00, 0x7f, 0x65, 0x10,       // ADC $7F00,Y ADC $10
+        0x99, 0x00, 0x60, 0x49, 0xa5,       // STA $6000,Y EOR #$A5
+        0x99, 0x00, 0x7f, 0x99, 0x00, 0x03, // STA $7F00,Y STA $0300,Y
+        0xc8, 0x4c, 0x05, 0xc0,             // INY JMP $C005
+        0xe6, 0x10, 0x40,                   // $C031 NMI: INC $10 RTI
+    ];
+    assert_eq!(code.len(), 0x34, "the vectors below point into this layout");
+    core_roms::nrom(code, 0xc031, 0xc000)
+}
+
+#[test]
+fn a_rom_that_works_in_prg_ram_runs_identically_across_steps() {
+    if let Err(e) = run_parity("PRG RAM", &prg_ram_rom(), 120, 1, &random_buttons) {
+        panic!("{e}");
+    }
+}
+
 /// SIMPLE_MOVEMENT: NOOP, R, R+A, R+B, R+A+B, A, L.
 const SIMPLE_MOVEMENT: [u8; 7] = [0x00, 0x80, 0x81, 0x82, 0x83, 0x01, 0x40];
 
