@@ -7,6 +7,7 @@
 # Write the prediction in docs/kernel-notes.md first; record what came out there afterwards.
 #
 #   bench/gpu_variants.sh [-r ROUNDS] [-e ENVS] [-p PROTOCOLS] [-w WARMUP] [-s STEPS] DIR[@OPTIONS]...
+#   (PROTOCOLS: A, B and Bpix, protocol B with the 84x84 gray picture every step)
 #   (e.g. kernels /tmp/v1 kernels@-DNESLE_PC_VOTE=1)
 #
 # Needs nesle-bench-gpu (BENCH, default target/release/nesle-bench-gpu), the SMB ROM
@@ -38,8 +39,9 @@ for r in $(seq "$rounds"); do
     d=${v%%@*} o=; [[ $v == *@* ]] && o=${v#*@}
     IFS=, read -ra ps <<< "$protocols"
     for p in "${ps[@]}"; do
-      NESLE_KERNEL_SOURCE=$d NESLE_KERNEL_OPTIONS=$o timeout 300 "$B" --envs "$envs" --protocols "$p" --warmup "$warmup" --steps "$steps" --rom "$SMB" 2>&1 |
-        awk -v d="$v" -v r="$r" '$1 ~ /^[AB]$/ { printf "round %s  %-24s %s %8s envs %12s env-steps/s\n", r, d, $1, $2, $4 }'
+      px=(); [ "$p" = Bpix ] && p=B px=(--pixels)
+      NESLE_KERNEL_SOURCE=$d NESLE_KERNEL_OPTIONS=$o timeout 300 "$B" --envs "$envs" --protocols "$p" "${px[@]}" --warmup "$warmup" --steps "$steps" --rom "$SMB" 2>&1 |
+        awk -v d="$v" -v r="$r" '$1 ~ /^[AB]$/ { printf "round %s  %-24s %-4s %8s envs %12s env-steps/s\n", r, d, $1 ($3 == "true" ? "pix" : ""), $2, $4 }'
     done
   done
 done

@@ -21,6 +21,7 @@ NESLE_FN void nes_init(Nes& n, const u8* prg, const u8* chr) {
     n.chr = chr;
     n.pixels = nullptr;
     n.prg_ram = state->cart_prg_ram;
+    n.ciram = state->cart_ciram;
     u64 now = state->bus_cycles;
     n.ppu_done = 3 * now;
     n.ppu_deadline = now;
@@ -192,15 +193,22 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
     return ran;
 }
 
-// One env's share of nesle_step, on the state in `n.st` and its PRG RAM at `prg_ram` (none when
-// `active` is false: see nes_run_frame). `pixels` (nullable) receives the last frame: run_frame
-// starts and ends in vertical blank, so the last call draws every visible dot exactly once.
-// Returns the instructions of the last frame.
-NESLE_DEV u32 nes_step_env(Nes& n, const u8* prg, const u8* chr, u8* prg_ram, u8 action, u32 frames, u8* pixels,
+// Where the step kernel found an env's PRG RAM and CIRAM in its packed state (nes_convert).
+struct NesInPlace {
+    u8* prg_ram;
+    u8* ciram;
+};
+
+// One env's share of nesle_step, on the state in `n.st` with its PRG RAM and CIRAM where `at`
+// says (none when `active` is false: see nes_run_frame). `pixels` (nullable) receives the last
+// frame: run_frame starts and ends in vertical blank, so the last call draws every visible dot
+// exactly once. Returns the instructions of the last frame.
+NESLE_DEV u32 nes_step_env(Nes& n, const u8* prg, const u8* chr, NesInPlace at, u8 action, u32 frames, u8* pixels,
                            bool active) {
     if (active) {
         nes_init(n, prg, chr);
-        n.prg_ram = prg_ram;
+        n.prg_ram = at.prg_ram;
+        if (at.ciram) n.ciram = at.ciram;
         n.st.pad_buttons[0] = action;
     }
     u32 ran = 0;
@@ -221,8 +229,9 @@ NESLE_DEV u32 nes_step_env(Nes& n, const u8* prg, const u8* chr, u8* prg_ram, u8
 // regions its cartridge can never touch (`packing` bit 0: the upper 2 KiB of CIRAM, kept only
 // with four-screen mirroring; bit 1: PRG RAM; bit 2: CHR RAM), so Super Mario Bros. takes
 // 12,896 bytes an env instead of 23,136. The local copy's dropped regions are never read, nor is
-// its PRG RAM: that stays in the packed state (#44).
-#define NES_OFF_CIRAM_HI (__builtin_offsetof(FlatState, cart_ciram) + 0x800)
+// its PRG RAM, nor in a step without pixels its CIRAM: those stay in the packed state (#44, #46).
+#define NES_OFF_CIRAM __builtin_offsetof(FlatState, cart_ciram)
+#define NES_OFF_CIRAM_HI (NES_OFF_CIRAM + 0x800)
 #define NES_OFF_PRG_RAM __builtin_offsetof(FlatState, cart_prg_ram)
 #define NES_OFF_CHR_RAM __builtin_offsetof(FlatState, cart_chr_ram)
 #define NES_OFF_TAIL __builtin_offsetof(FlatState, cart_prg_len)
@@ -235,80 +244,12 @@ static_assert(NES_OFF_CIRAM_HI % 8 == 0 && NES_OFF_PRG_RAM % 8 == 0 && NES_OFF_C
 #define NES_PACK_PRG_RAM 2u
 #define NES_PACK_CHR_RAM 4u
 
-// How a block copies its states (kernel-notes #45): 1, a block whose envs lie side by side moves
-// them through a shared-memory tile, so each warp's loads and stores cover a few whole runs of
-// 64 bytes instead of 8 bytes of 32 states 12,896 bytes apart; 0, each thread copies its own.
-// The host build (one env at a time) always copies its own.
-#ifndef NESLE_TILED_COPY
-#define NESLE_TILED_COPY 1
-#endif
-#if defined(__CUDA_ARCH__) && NESLE_TILED_COPY
-#define NES_TILED 1
-// Words of each env in the tile at once; a row is one longer so the threads' reads of their
-// own rows fall in different banks.
-#define NES_TILE_WORDS 8u
-#define NES_TILE_ROW (NES_TILE_WORDS + 1)
-#else
-#define NES_TILED 0
-#endif
-
-// Where a block's copy goes: `m` envs from `base` (`m` < blockDim.x only in the launch's last
-// block), this thread's own state `full` when threadIdx.x < m, and the shared tile.
-struct NesBlockCopy {
-    u8* states;
-    u32 stride;
-    u32 base;
-    u32 m;
-    u64* tile;
-};
-
 // Copies bytes [from, to) of the state between `full` and `packed + at` (`to_packed`: full ->
-// packed); returns the packed offset after them. With a block copy (`bc`, GPU only) every
-// thread of the block calls it with the same region, and it moves all `m` envs' bytes.
-NESLE_FN u32 nes_copy_region(u8* full, u8* packed, u32 at, u32 from, u32 to, bool to_packed, const NesBlockCopy* bc) {
+// packed); returns the packed offset after them.
+NESLE_FN u32 nes_copy_region(u8* full, u8* packed, u32 at, u32 from, u32 to, bool to_packed) {
     u64* f = (u64*)(full + from);
-    u32 words = (to - from) / 8;
-#if NES_TILED
-    if (bc) {
-        u32 t = threadIdx.x, threads = blockDim.x;
-        for (u32 c = 0; c < words; c += NES_TILE_WORDS) {
-            u32 wn = words - c < NES_TILE_WORDS ? words - c : NES_TILE_WORDS;
-            u32 total = bc->m * wn;
-            // Element k of the chunk is word k % wn of env k / wn: consecutive threads take
-            // consecutive words of one state, then the next state's.
-            if (to_packed) {
-                if (t < bc->m)
-                    for (u32 w = 0; w < wn; w++) bc->tile[t * NES_TILE_ROW + w] = f[c + w];
-                __syncthreads();
-                NESLE_UNROLL
-                for (u32 r = 0; r < NES_TILE_WORDS; r++) {
-                    u32 k = r * threads + t;
-                    if (k >= total) break;
-                    u32 e = k / wn, w = k - e * wn;
-                    *(u64*)(bc->states + (u64)(bc->base + e) * bc->stride + at + 8 * (c + w)) =
-                        bc->tile[e * NES_TILE_ROW + w];
-                }
-            } else {
-                NESLE_UNROLL
-                for (u32 r = 0; r < NES_TILE_WORDS; r++) {
-                    u32 k = r * threads + t;
-                    if (k >= total) break;
-                    u32 e = k / wn, w = k - e * wn;
-                    bc->tile[e * NES_TILE_ROW + w] =
-                        *(const u64*)(bc->states + (u64)(bc->base + e) * bc->stride + at + 8 * (c + w));
-                }
-                __syncthreads();
-                if (t < bc->m)
-                    for (u32 w = 0; w < wn; w++) f[c + w] = bc->tile[t * NES_TILE_ROW + w];
-            }
-            __syncthreads();  // the tile is free for the next chunk
-        }
-        return at + (to - from);
-    }
-#else
-    (void)bc;
-#endif
     u64* p = (u64*)(packed + at);
+    u32 words = (to - from) / 8;
     if (to_packed)
         for (u32 i = 0; i < words; i++) p[i] = f[i];
     else
@@ -316,30 +257,43 @@ NESLE_FN u32 nes_copy_region(u8* full, u8* packed, u32 at, u32 from, u32 to, boo
     return at + (to - from);
 }
 
+// Without pixels the PPU reads the nametables only where sprite 0 can hit, so a step without
+// pixels leaves CIRAM in the packed state too (kernel-notes #46); 0 copies it always.
+#ifndef NESLE_CIRAM_IN_PLACE
+#define NESLE_CIRAM_IN_PLACE 1
+#endif
+
 // Packs `full` into `packed` or unpacks it, region by region in layout order (packed.rs), all
-// but PRG RAM, which the step kernel uses where it is (`Nes::prg_ram`, kernel-notes #44: Super
-// Mario Bros.' copies shrink from 12,896 to 4,704 bytes each way). Returns PRG RAM's place in
-// `packed`, or null when the state keeps none. `bc`: as nes_copy_region.
-NESLE_FN u8* nes_convert(FlatState* full, u8* packed, u32 packing, bool to_packed, const NesBlockCopy* bc) {
+// but PRG RAM, and CIRAM when `ciram_in_place`: the step kernel uses those where they are
+// (`Nes::prg_ram`, `Nes::ciram`; kernel-notes #44, #46: Super Mario Bros.' copies shrink from
+// 12,896 bytes each way to 4,704, or 2,656 without pixels). Returns their places in `packed`
+// (null: none kept, or CIRAM copied).
+NESLE_FN NesInPlace nes_convert(FlatState* full, u8* packed, u32 packing, bool to_packed, bool ciram_in_place) {
     u8* f = (u8*)full;
-    u32 at = nes_copy_region(f, packed, 0, 0, NES_OFF_CIRAM_HI, to_packed, bc);
-    if (packing & NES_PACK_CIRAM_HI)
-        at = nes_copy_region(f, packed, at, NES_OFF_CIRAM_HI, NES_OFF_PRG_RAM, to_packed, bc);
-    u8* prg_ram = nullptr;
+    NesInPlace in_place = {nullptr, nullptr};
+    u32 at = nes_copy_region(f, packed, 0, 0, NES_OFF_CIRAM, to_packed);
+    u32 ciram_end = packing & NES_PACK_CIRAM_HI ? NES_OFF_PRG_RAM : NES_OFF_CIRAM_HI;
+    if (ciram_in_place) {
+        in_place.ciram = packed + at;
+        at += ciram_end - NES_OFF_CIRAM;
+    } else {
+        at = nes_copy_region(f, packed, at, NES_OFF_CIRAM, ciram_end, to_packed);
+    }
     if (packing & NES_PACK_PRG_RAM) {
-        prg_ram = packed + at;
+        in_place.prg_ram = packed + at;
         at += NES_OFF_CHR_RAM - NES_OFF_PRG_RAM;
     }
-    if (packing & NES_PACK_CHR_RAM) at = nes_copy_region(f, packed, at, NES_OFF_CHR_RAM, NES_OFF_TAIL, to_packed, bc);
-    nes_copy_region(f, packed, at, NES_OFF_TAIL, sizeof(FlatState), to_packed, bc);
-    return prg_ram;
+    if (packing & NES_PACK_CHR_RAM) at = nes_copy_region(f, packed, at, NES_OFF_CHR_RAM, NES_OFF_TAIL, to_packed);
+    nes_copy_region(f, packed, at, NES_OFF_TAIL, sizeof(FlatState), to_packed);
+    return in_place;
 }
 
 // Thread slot `t`'s share of nesle_step: env `order[t]` when the batch runs in an order of its
 // own (a permutation of the envs, e.g. grouped by game phase so a warp's envs run the same code:
-// docs/kernel-notes.md #21), else env `t`, on a local copy of its packed state, packed back at
-// the end (PRG RAM used in place). Which thread runs an env changes nothing in it. A slot past the last env
-// (`t >= n_envs`, in the launch's last block) has no env: it only meets the votes and barriers.
+// docs/kernel-notes.md #21), else env `t`, on a local copy of its packed state (PRG RAM, and
+// CIRAM without pixels, used in place), packed back at the end. Which thread runs an env changes nothing in it. A slot past the
+// last env (`t >= n_envs`, in the launch's last block) has no env: it only meets the votes and
+// barriers.
 // `ran` (nullable) receives each env's instructions in its last frame, the key to regroup by.
 // Out of line: inlined into nesle_step, it left the frame loop 144 bytes of spill loads, not 4.
 NESLE_DEV void nes_step_slot(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr, const u8* actions,
@@ -349,19 +303,11 @@ NESLE_DEV void nes_step_slot(u8* states, u32 stride, u32 packing, const u8* prg,
     u8* packed = states + (u64)env * stride;
     u8* px = active && pixels ? pixels + (u64)env * 256 * 240 : nullptr;
     Nes n;
-    const NesBlockCopy* bc = nullptr;
-#if NES_TILED
-    // The block's envs side by side: env `t` at slot `t` (no order given), and a tile for a
-    // row of each (a block beyond the launch bounds, in a build without them, copies apart).
-    __shared__ u64 tile[NESLE_STEP_THREADS * NES_TILE_ROW];
-    u32 base = t - threadIdx.x;
-    NesBlockCopy block = {states, stride, base, n_envs - base < blockDim.x ? n_envs - base : blockDim.x, tile};
-    if (!order && blockDim.x <= NESLE_STEP_THREADS) bc = &block;
-#endif
-    u8* prg_ram = nullptr;
-    if (active || bc) prg_ram = nes_convert(&n.st, packed, packing, false, bc);
-    u32 r = nes_step_env(n, prg, chr, prg_ram, active ? actions[env] : 0, frames, px, active);
-    if (active || bc) nes_convert(&n.st, packed, packing, true, bc);
+    bool ciram_in_place = NESLE_CIRAM_IN_PLACE && !pixels;
+    NesInPlace at = {nullptr, nullptr};
+    if (active) at = nes_convert(&n.st, packed, packing, false, ciram_in_place);
+    u32 r = nes_step_env(n, prg, chr, at, active ? actions[env] : 0, frames, px, active);
+    if (active) nes_convert(&n.st, packed, packing, true, ciram_in_place);
     if (active && ran) ran[env] = r;
 }
 

@@ -15,7 +15,9 @@ static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time")
 // schedulers (#40); the launch uses 128 when the envs are too few to fill every SM so
 // (launch.rs). `-DNESLE_STEP_MIN_BLOCKS=0` drops the bounds. Unlike `--maxrregcount`, the
 // bounds reach the PTX, so the run-time compile honours them too.
-// (NESLE_STEP_THREADS itself: types.h, as console.cuh sizes the copy's tile by it.)
+#ifndef NESLE_STEP_THREADS
+#define NESLE_STEP_THREADS 256
+#endif
 #ifndef NESLE_STEP_MIN_BLOCKS
 #define NESLE_STEP_MIN_BLOCKS (512 / NESLE_STEP_THREADS)
 #endif

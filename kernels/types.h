@@ -52,8 +52,3 @@ static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-w
 #ifndef NESLE_PHASES
 #define NESLE_PHASES 8
 #endif
-
-// Threads in a step block at most (nesle.cu's launch bounds; console.cuh's copy tile).
-#ifndef NESLE_STEP_THREADS
-#define NESLE_STEP_THREADS 256
-#endif
