@@ -292,7 +292,7 @@ NESLE_FN u8 cart_ppu_read(Nes& n, u16 addr, u64 dot) {
         u32 off = cart_chr_offset(s, addr);
         return s.cart_chr_is_ram ? s.cart_chr_ram[off] : n.chr[off];
     }
-    return n.ciram[cart_nametable_offset(s, addr)];
+    return s.cart_ciram[cart_nametable_offset(s, addr)];
 }
 
 NESLE_FN void cart_ppu_write(Nes& n, u16 addr, u8 v, u64 dot) {
@@ -301,6 +301,6 @@ NESLE_FN void cart_ppu_write(Nes& n, u16 addr, u8 v, u64 dot) {
     if (addr < 0x2000) {
         if (s.cart_chr_is_ram) s.cart_chr_ram[cart_chr_offset(s, addr)] = v;
     } else {
-        n.ciram[cart_nametable_offset(s, addr)] = v;
+        s.cart_ciram[cart_nametable_offset(s, addr)] = v;
     }
 }

@@ -21,7 +21,6 @@ NESLE_FN void nes_init(Nes& n, const u8* prg, const u8* chr) {
     n.chr = chr;
     n.pixels = nullptr;
     n.prg_ram = state->cart_prg_ram;
-    n.ciram = state->cart_ciram;
     u64 now = state->bus_cycles;
     n.ppu_done = 3 * now;
     n.ppu_deadline = now;
@@ -193,22 +192,15 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
     return ran;
 }
 
-// Where the step kernel found an env's PRG RAM and CIRAM in its packed state (nes_convert).
-struct NesInPlace {
-    u8* prg_ram;
-    u8* ciram;
-};
-
-// One env's share of nesle_step, on the state in `n.st` with its PRG RAM and CIRAM where `at`
-// says (none when `active` is false: see nes_run_frame). `pixels` (nullable) receives the last
-// frame: run_frame starts and ends in vertical blank, so the last call draws every visible dot
-// exactly once. Returns the instructions of the last frame.
-NESLE_DEV u32 nes_step_env(Nes& n, const u8* prg, const u8* chr, NesInPlace at, u8 action, u32 frames, u8* pixels,
+// One env's share of nesle_step, on the state in `n.st` and its PRG RAM at `prg_ram` (none when
+// `active` is false: see nes_run_frame). `pixels` (nullable) receives the last frame: run_frame
+// starts and ends in vertical blank, so the last call draws every visible dot exactly once.
+// Returns the instructions of the last frame.
+NESLE_DEV u32 nes_step_env(Nes& n, const u8* prg, const u8* chr, u8* prg_ram, u8 action, u32 frames, u8* pixels,
                            bool active) {
     if (active) {
         nes_init(n, prg, chr);
-        n.prg_ram = at.prg_ram;
-        if (at.ciram) n.ciram = at.ciram;
+        n.prg_ram = prg_ram;
         n.st.pad_buttons[0] = action;
     }
     u32 ran = 0;
@@ -229,9 +221,8 @@ NESLE_DEV u32 nes_step_env(Nes& n, const u8* prg, const u8* chr, NesInPlace at, 
 // regions its cartridge can never touch (`packing` bit 0: the upper 2 KiB of CIRAM, kept only
 // with four-screen mirroring; bit 1: PRG RAM; bit 2: CHR RAM), so Super Mario Bros. takes
 // 12,896 bytes an env instead of 23,136. The local copy's dropped regions are never read, nor is
-// its PRG RAM, nor in a step without pixels its CIRAM: those stay in the packed state (#44, #46).
-#define NES_OFF_CIRAM __builtin_offsetof(FlatState, cart_ciram)
-#define NES_OFF_CIRAM_HI (NES_OFF_CIRAM + 0x800)
+// its PRG RAM: that stays in the packed state (#44).
+#define NES_OFF_CIRAM_HI (__builtin_offsetof(FlatState, cart_ciram) + 0x800)
 #define NES_OFF_PRG_RAM __builtin_offsetof(FlatState, cart_prg_ram)
 #define NES_OFF_CHR_RAM __builtin_offsetof(FlatState, cart_chr_ram)
 #define NES_OFF_TAIL __builtin_offsetof(FlatState, cart_prg_len)
@@ -257,41 +248,28 @@ NESLE_FN u32 nes_copy_region(u8* full, u8* packed, u32 at, u32 from, u32 to, boo
     return at + (to - from);
 }
 
-// Without pixels the PPU reads the nametables only where sprite 0 can hit, so a step without
-// pixels leaves CIRAM in the packed state too (kernel-notes #46); 0 copies it always.
-#ifndef NESLE_CIRAM_IN_PLACE
-#define NESLE_CIRAM_IN_PLACE 1
-#endif
-
 // Packs `full` into `packed` or unpacks it, region by region in layout order (packed.rs), all
-// but PRG RAM, and CIRAM when `ciram_in_place`: the step kernel uses those where they are
-// (`Nes::prg_ram`, `Nes::ciram`; kernel-notes #44, #46: Super Mario Bros.' copies shrink from
-// 12,896 bytes each way to 4,704, or 2,656 without pixels). Returns their places in `packed`
-// (null: none kept, or CIRAM copied).
-NESLE_FN NesInPlace nes_convert(FlatState* full, u8* packed, u32 packing, bool to_packed, bool ciram_in_place) {
+// but PRG RAM, which the step kernel uses where it is (`Nes::prg_ram`, kernel-notes #44: Super
+// Mario Bros.' copies shrink from 12,896 to 4,704 bytes each way). Returns PRG RAM's place in
+// `packed`, or null when the state keeps none.
+NESLE_FN u8* nes_convert(FlatState* full, u8* packed, u32 packing, bool to_packed) {
     u8* f = (u8*)full;
-    NesInPlace in_place = {nullptr, nullptr};
-    u32 at = nes_copy_region(f, packed, 0, 0, NES_OFF_CIRAM, to_packed);
-    u32 ciram_end = packing & NES_PACK_CIRAM_HI ? NES_OFF_PRG_RAM : NES_OFF_CIRAM_HI;
-    if (ciram_in_place) {
-        in_place.ciram = packed + at;
-        at += ciram_end - NES_OFF_CIRAM;
-    } else {
-        at = nes_copy_region(f, packed, at, NES_OFF_CIRAM, ciram_end, to_packed);
-    }
+    u32 at = nes_copy_region(f, packed, 0, 0, NES_OFF_CIRAM_HI, to_packed);
+    if (packing & NES_PACK_CIRAM_HI) at = nes_copy_region(f, packed, at, NES_OFF_CIRAM_HI, NES_OFF_PRG_RAM, to_packed);
+    u8* prg_ram = nullptr;
     if (packing & NES_PACK_PRG_RAM) {
-        in_place.prg_ram = packed + at;
+        prg_ram = packed + at;
         at += NES_OFF_CHR_RAM - NES_OFF_PRG_RAM;
     }
     if (packing & NES_PACK_CHR_RAM) at = nes_copy_region(f, packed, at, NES_OFF_CHR_RAM, NES_OFF_TAIL, to_packed);
     nes_copy_region(f, packed, at, NES_OFF_TAIL, sizeof(FlatState), to_packed);
-    return in_place;
+    return prg_ram;
 }
 
 // Thread slot `t`'s share of nesle_step: env `order[t]` when the batch runs in an order of its
 // own (a permutation of the envs, e.g. grouped by game phase so a warp's envs run the same code:
-// docs/kernel-notes.md #21), else env `t`, on a local copy of its packed state (PRG RAM, and
-// CIRAM without pixels, used in place), packed back at the end. Which thread runs an env changes nothing in it. A slot past the
+// docs/kernel-notes.md #21), else env `t`, on a local copy of its packed state (PRG RAM used in
+// place), packed back at the end. Which thread runs an env changes nothing in it. A slot past the
 // last env (`t >= n_envs`, in the launch's last block) has no env: it only meets the votes and
 // barriers.
 // `ran` (nullable) receives each env's instructions in its last frame, the key to regroup by.
@@ -303,11 +281,9 @@ NESLE_DEV void nes_step_slot(u8* states, u32 stride, u32 packing, const u8* prg,
     u8* packed = states + (u64)env * stride;
     u8* px = active && pixels ? pixels + (u64)env * 256 * 240 : nullptr;
     Nes n;
-    bool ciram_in_place = NESLE_CIRAM_IN_PLACE && !pixels;
-    NesInPlace at = {nullptr, nullptr};
-    if (active) at = nes_convert(&n.st, packed, packing, false, ciram_in_place);
-    u32 r = nes_step_env(n, prg, chr, at, active ? actions[env] : 0, frames, px, active);
-    if (active) nes_convert(&n.st, packed, packing, true, ciram_in_place);
+    u8* prg_ram = active ? nes_convert(&n.st, packed, packing, false) : nullptr;
+    u32 r = nes_step_env(n, prg, chr, prg_ram, active ? actions[env] : 0, frames, px, active);
+    if (active) nes_convert(&n.st, packed, packing, true);
     if (active && ran) ran[env] = r;
 }
 

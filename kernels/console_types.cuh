@@ -13,10 +13,6 @@ struct Nes {
     // kernel points it into the packed state in global memory, so its copies of the state skip
     // 8 KiB that most games never touch (kernel-notes #44). Null when the state keeps none.
     u8* prg_ram;
-    // Where this env's CIRAM (the nametables) lives: `st.cart_ciram` by default, but a step
-    // without pixels points it into the packed state, as PRG RAM: without a picture the PPU
-    // reads it only on the lines where sprite 0 can hit (#46).
-    u8* ciram;
     // The catch-up bookkeeping of nes-core's Bus (see bus.cuh), derived, not saved: `nes_init`
     // sets it (= Bus::load), and every exit to the caller catches the PPU and APU up first, so
     // FlatState is exact there. Cycle numbers compare against FlatState::bus_cycles.

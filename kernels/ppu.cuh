@@ -437,7 +437,7 @@ NESLE_DEV void ppu_tick(Nes& n) {
 // it is not CHR, so no range test.
 NESLE_FN u8 ppu_read_nt(Nes& n, u16 addr, u64 dot) {
     cart_ppu_addr(n, addr, dot);
-    return n.ciram[cart_nametable_offset(n.st, addr)];
+    return n.st.cart_ciram[cart_nametable_offset(n.st, addr)];
 }
 
 // The PPU's rendering fetch of a pattern byte (cart.rs Cart::ppu_read_chr).
@@ -573,7 +573,7 @@ NESLE_DEV void ppu_render_tile(Nes& n, bool eval) {
     bool watch = s.cart_kind == MAPPER_MMC3;
     u16 nt_addr = (u16)(0x2000 | (v & 0x0fff));
     u16 at_addr = (u16)(0x23c0 | (v & 0x0c00) | ((v >> 4) & 0x38) | ((v >> 2) & 0x07));
-    const u8* table = n.ciram + (cart_nametable_offset(s, nt_addr) & ~0x3ffu);
+    const u8* table = s.cart_ciram + (cart_nametable_offset(s, nt_addr) & ~0x3ffu);
     if (watch) mmc3_watch_a12(s, nt_addr, clock);
     s.ppu_nt_latch = table[nt_addr & 0x3ff];
     if (watch) mmc3_watch_a12(s, at_addr, clock + 2);

@@ -71,8 +71,9 @@ fn run_parity(
                 c.run_frame();
             }
         }
-        // Pictures every other step: a step without one keeps CIRAM where it is, unlike one
-        // with (kernel-notes #46), and both must leave the same states.
+        // Pictures every other step: the kernels' steps with and without one take different
+        // paths (whole lines without fetches, skipped tiles), and both must leave the states
+        // exact.
         let draw = step % 2 == 0;
         let picture = if draw { Some(&mut pixels[..]) } else { None };
         host::step(&mut states, &image, &actions, frameskip, picture).map_err(|e| format!("{label}: {e}"))?;
