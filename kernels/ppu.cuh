@@ -399,19 +399,19 @@ NESLE_DEV void ppu_tick(Nes& n) {
             s.ppu_odd_frame = !s.ppu_odd_frame;
         }
     }
-    if (s.ppu_scanline < 240) {
-        if (ppu_rendering(s)) {
-            ppu_render_dot(n);
-        } else if (s.ppu_dot >= 1 && s.ppu_dot <= 256) {
-            ppu_blank_pixel(n);
-        }
-    } else if (s.ppu_scanline == PPU_VBLANK_LINE) {
+    // One inlined copy of `ppu_render_dot` for the visible and pre-render lines, not two: less
+    // hot code for protocol B's instruction fetches (kernel-notes #61). The pre-render line's
+    // flag changes come first, as before: the dot's rendering reads PPUMASK, which they leave.
+    bool visible = s.ppu_scanline < 240;
+    if (s.ppu_scanline == PPU_VBLANK_LINE) {
         if (s.ppu_dot == 1) {
             if (!s.ppu_suppress_vbl) s.ppu_status |= STATUS_VBLANK;
             s.ppu_suppress_vbl = 0;
             s.ppu_frame_complete = 1;
         }
-    } else if (s.ppu_scanline == PPU_PRERENDER_LINE) {
+        return;
+    }
+    if (s.ppu_scanline == PPU_PRERENDER_LINE) {
         switch (s.ppu_dot) {
             // Sprite 0 hit and overflow clear one dot before VBL does (6819 vs 6820 dots).
             case 0: s.ppu_status &= (u8)~(STATUS_SPRITE0 | STATUS_OVERFLOW); break;
@@ -423,7 +423,13 @@ NESLE_DEV void ppu_tick(Nes& n) {
             case 338: s.ppu_skip_last_dot = s.ppu_odd_frame && ppu_rendering(s); break;
             default: break;
         }
-        if (ppu_rendering(s)) ppu_render_dot(n);
+    } else if (!visible) {
+        return;  // the idle lines after VBL's
+    }
+    if (ppu_rendering(s)) {
+        ppu_render_dot(n);
+    } else if (visible && s.ppu_dot >= 1 && s.ppu_dot <= 256) {
+        ppu_blank_pixel(n);
     }
 }
 
