@@ -159,16 +159,23 @@ class CudaBatch:
     it was (``CpuBatch`` clears it) until the next frame is drawn.
     """
 
-    def __new__(cls, rom: bytes, num_envs: int, device: int = 0, *, render: bool = True) -> CudaBatch:
+    def __new__(
+        cls, rom: bytes, num_envs: int, device: int = 0, *, render: bool = True, regroup_every: int = 10
+    ) -> CudaBatch:
         """Power on ``num_envs`` consoles with the iNES file ``rom`` on CUDA device ``device``.
 
         ``render=False`` starts with pixel output off and no picture buffer (60 KiB per
         console); turning rendering on later allocates it at the next step (a rebuild: views
         made before then stay valid but stop following the batch).
 
+        ``regroup_every``: before every such step, the kernel's threads are given the envs in
+        order of the work their last frame took, so envs that run alike share a warp (0: never).
+        Results are identical either way; only the speed changes (protocol B +18% on an H200).
+        Each regrouping waits for the steps queued before it.
+
         Raises ``BackendUnavailableError`` (no kernels in this build, no driver, no such GPU),
         ``MemoryError`` (the consoles do not fit in free GPU memory), ``RomError``,
-        ``ValueError`` (``num_envs < 1``).
+        ``ValueError`` (``num_envs < 1``, a negative ``regroup_every``).
         """
 
     @property

@@ -367,6 +367,24 @@ def test_too_many_envs_for_gpu_memory_is_a_memory_error(blank_rom):
         _native.CudaBatch(blank_rom, 10**9)
 
 
+@pytest.mark.parametrize("every", [1, 3])
+def test_regrouping_changes_nothing_but_the_speed(smb_rom, every):
+    # 96 envs (three warps) that drift apart; regrouped before every (third) step, against the
+    # same envs never regrouped and against the CPU.
+    n = 96
+    cpu = nesle.CpuBatch(smb_rom, n)
+    fixed = _native.CudaBatch(smb_rom, n, regroup_every=0)
+    moved = _native.CudaBatch(smb_rom, n, regroup_every=every)
+    rng = np.random.default_rng(11)
+    for t in range(60):
+        a = np.where(rng.random(n) < 0.3, nesle.BUTTON_START, 0).astype(np.uint8) if t < 30 else rng.integers(0, 256, n, dtype=np.uint8)
+        for b in (cpu, fixed, moved):
+            b.step(a, 2)
+        np.testing.assert_array_equal(moved.ram(), fixed.ram(), err_msg=f"step {t}")
+        np.testing.assert_array_equal(moved.pixels(), cpu.pixels(), err_msg=f"step {t}")
+    assert [moved.save_state(i) for i in range(n)] == [cpu.save_state(i) for i in range(n)]
+
+
 def test_gray84_kernel_gives_the_cpu_bytes(smb_rom):
     n = 24
     gpu = _native.CudaBatch(smb_rom, n)

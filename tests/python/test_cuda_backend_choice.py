@@ -53,3 +53,9 @@ def test_bench_on_cuda_runs_or_is_a_clear_error(capsys):
         assert code == 0
     else:
         assert code == 2 and "not available" in capsys.readouterr().err
+
+
+def test_a_negative_regroup_every_is_a_value_error(blank_rom):
+    # Checked before any GPU is asked for, so it holds on every machine.
+    with pytest.raises(ValueError, match="regroup_every"):
+        _native.CudaBatch(blank_rom, 2, regroup_every=-1)

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use nes_core::flat::FlatState;
 use nes_core::{palette, Console};
 use nes_cuda::picture::GRAY_SIZE;
-use nes_cuda::{Batch, BatchConfig, Error, RomImage, PIXELS_PER_ENV};
+use nes_cuda::{Batch, BatchConfig, Error, RomImage, PIXELS_PER_ENV, REGROUP_EVERY};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -70,6 +70,8 @@ struct Inner {
     power_on_flat: FlatState,
     device: usize,
     n: usize,
+    /// `BatchConfig::regroup_every`, kept for rebuilds.
+    regroup_every: u32,
     /// Host mirrors of every env's `ppu_render_pixels` and `pad_buttons[1]`.
     render: Vec<u8>,
     pad2: Vec<u8>,
@@ -140,7 +142,7 @@ impl Inner {
             return Ok(());
         }
         let states = self.batch.lock().states_to_host()?;
-        let config = BatchConfig { device: self.device, pixels: true };
+        let config = BatchConfig { device: self.device, pixels: true, regroup_every: self.regroup_every };
         let mut fresh = Batch::with_state(self.rom.clone(), self.n, config, &states[0])?;
         let all: Vec<usize> = (0..self.n).collect();
         upload(&mut fresh, &all, &states, self.n)?;
@@ -395,7 +397,7 @@ fn probe(device: usize) -> (bool, String) {
     }
     let mut blank = b"NES\x1a\x02\x01\x01\x00".to_vec();
     blank.resize(16 + 2 * 0x4000 + 0x2000, 0);
-    let config = BatchConfig { device, pixels: false };
+    let config = BatchConfig { device, pixels: false, ..BatchConfig::default() };
     let answer = match catch_unwind(|| Batch::new(&blank, 1, config)) {
         Ok(Ok(b)) => (true, format!("CUDA device {device}: {}", b.device_name())),
         Ok(Err(e)) => (false, e.to_string()),
@@ -420,14 +422,17 @@ pub fn cuda_available(py: Python<'_>, device: i64) -> (bool, String) {
 impl CudaBatch {
     /// Power on `num_envs` consoles with the iNES file `rom` on CUDA device `device`.
     #[new]
-    #[pyo3(signature = (rom, num_envs, device = 0, *, render = true))]
-    fn new(py: Python<'_>, rom: &[u8], num_envs: i64, device: i64, render: bool) -> PyResult<Self> {
+    #[pyo3(signature = (rom, num_envs, device = 0, *, render = true, regroup_every = REGROUP_EVERY as i64))]
+    fn new(py: Python<'_>, rom: &[u8], num_envs: i64, device: i64, render: bool, regroup_every: i64) -> PyResult<Self> {
         if num_envs < 1 {
             return Err(PyValueError::new_err(format!("num_envs must be at least 1, got {num_envs}")));
         }
         if device < 0 {
             return Err(PyValueError::new_err(format!("device must be a CUDA ordinal (>= 0), got {device}")));
         }
+        let Ok(regroup_every) = u32::try_from(regroup_every) else {
+            return Err(PyValueError::new_err(format!("regroup_every must be 0 (never) or a step count, got {regroup_every}")));
+        };
         let (n, device) = (num_envs as usize, device as usize);
         let built = py.detach(|| {
             catch_unwind(|| -> Result<Inner, Error> {
@@ -436,7 +441,7 @@ impl CudaBatch {
                 let power_on_flat = image.power_on();
                 let mut start = power_on_flat;
                 start.ppu_render_pixels = render as u8;
-                let batch = Batch::with_state(image.clone(), n, BatchConfig { device, pixels: render }, &start)?;
+                let batch = Batch::with_state(image.clone(), n, BatchConfig { device, pixels: render, regroup_every }, &start)?;
                 Ok(Inner {
                     batch: Arc::new(Shared(Mutex::new(batch))),
                     rom: image,
@@ -444,6 +449,7 @@ impl CudaBatch {
                     power_on_flat,
                     device,
                     n,
+                    regroup_every,
                     render: vec![start.ppu_render_pixels; n],
                     pad2: vec![start.pad_buttons[1]; n],
                     bank_state: None,

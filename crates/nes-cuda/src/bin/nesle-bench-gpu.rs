@@ -7,19 +7,21 @@
 //!   throughput = envs x timed steps / wall seconds. Every 25 timed steps the rate of those
 //!   steps goes to stderr (and to the JSON as `chunk_rates`): protocol B slows down as the
 //!   episodes diverge, and a run cut short still says how far it got.
-//!   `--regroup K` (experiment): every K steps the envs are put in order of their instructions
-//!   in the last frame (`Batch::regroup`), or with `--regroup-by phase` of SMB's game phase
-//!   (`Batch::set_order`, sorted on the host from every env's RAM), so a warp's envs tend to
-//!   run the same code; the time of the regrouping is reported apart (`regroup_s`).
+//!   `--regroup K`: every K steps the envs are put in order of their instructions in the last
+//!   frame, so a warp's envs tend to run the same code (`BatchConfig::regroup_every`; default
+//!   10, 0 turns it off; its time is part of the steps'), or (experiment) with `--regroup-by
+//!   phase` of SMB's game phase (`Batch::set_order`, sorted on the host from every env's RAM;
+//!   that time is reported apart, `regroup_s`).
 //! Parity: `nesle-bench-gpu --parity N [--steps S] [--frameskip F] [--press-start K]
 //!   [--rom PATH | --test-roms DIR]`: N envs of random inputs on the GPU (the first K steps: Start
 //!   at random instead); after every step every env's FlatState must equal nes-core's. With
-//!   `--regroup K` the GPU runs the envs in a new random order (`Batch::set_order`) every K steps.
+//!   `--regroup K` (K > 0) the GPU runs the envs in a new random order (`Batch::set_order`) every
+//!   K steps; without it, the batch regroups by itself as in the throughput runs.
 
 use nes_core::flat::{first_difference, FlatState};
 use nes_core::Console;
 use nes_cuda::picture::GRAY_PIXELS;
-use nes_cuda::{Batch, BatchConfig, Error, RomImage};
+use nes_cuda::{Batch, BatchConfig, Error, RomImage, REGROUP_EVERY};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -42,7 +44,8 @@ struct Args {
     parity_steps: usize,
     press_start: usize,
     test_roms: Option<PathBuf>,
-    regroup: usize,
+    /// `--regroup`, if given.
+    regroup: Option<usize>,
     regroup_by_phase: bool,
 }
 
@@ -61,7 +64,7 @@ fn parse_args() -> Result<Args, String> {
         parity_steps: 60,
         press_start: 0,
         test_roms: None,
-        regroup: 0,
+        regroup: None,
         regroup_by_phase: false,
     };
     let mut it = std::env::args().skip(1);
@@ -85,7 +88,7 @@ fn parse_args() -> Result<Args, String> {
             "--parity" => a.parity = Some(num(val()?)?),
             "--press-start" => a.press_start = num(val()?)?,
             "--test-roms" => a.test_roms = Some(PathBuf::from(val()?)),
-            "--regroup" => a.regroup = num(val()?)?,
+            "--regroup" => a.regroup = Some(num(val()?)?),
             "--regroup-by" => {
                 a.regroup_by_phase = match val()?.as_str() {
                     "phase" => true,
@@ -155,7 +158,10 @@ fn bench(a: &Args) -> Result<(), String> {
     for &p in &a.protocols {
         for &n in &a.envs {
             let image = RomImage::new(&rom).map_err(|e| e.to_string())?;
-            let cfg = BatchConfig { device: a.device, pixels: a.pixels };
+            let regroup = a.regroup.unwrap_or(REGROUP_EVERY as usize);
+            // By instructions the batch regroups by itself; by phase the loop below does it.
+            let every = if a.regroup_by_phase { 0 } else { regroup as u32 };
+            let cfg = BatchConfig { device: a.device, pixels: a.pixels, regroup_every: every };
             let mut batch = match Batch::with_state(image, n, cfg, &start) {
                 Ok(b) => b,
                 Err(e @ Error::OutOfMemory { .. }) => {
@@ -176,14 +182,9 @@ fn bench(a: &Args) -> Result<(), String> {
                 let mut chunk_start = Instant::now();
                 let mut chunks = Vec::new();
                 for step in 0..steps {
-                    if a.regroup > 0 && step % a.regroup == 0 {
+                    if a.regroup_by_phase && regroup > 0 && step % regroup == 0 {
                         let t = Instant::now();
-                        if a.regroup_by_phase {
-                            regroup_by_phase(batch)?;
-                        } else {
-                            batch.regroup().map_err(|e| e.to_string())?;
-                            batch.synchronize().map_err(|e| e.to_string())?;
-                        }
+                        regroup_by_phase(batch)?;
                         regroup_s += t.elapsed().as_secs_f64();
                     }
                     if p == 'B' {
@@ -210,9 +211,8 @@ fn bench(a: &Args) -> Result<(), String> {
             let chunk_rates = chunks.iter().map(|r| format!("{r:.1}")).collect::<Vec<_>>().join(", ");
             let rate = (n * a.steps) as f64 / wall;
             let faults = batch.states_to_host().map_err(|e| e.to_string())?.iter().filter(|s| s.cpu_fault != 0).count();
-            let regrouped = if a.regroup > 0 {
-                format!("  (regrouped by {} every {} steps: {regroup_s:.3} s of it; without: {:.0} env-steps/s)",
-                    if a.regroup_by_phase { "phase" } else { "instructions" }, a.regroup,
+            let regrouped = if regroup > 0 && a.regroup_by_phase {
+                format!("  (regrouped by phase every {regroup} steps: {regroup_s:.3} s of it; without: {:.0} env-steps/s)",
                     (n * a.steps) as f64 / (wall - regroup_s))
             } else {
                 String::new()
@@ -221,7 +221,7 @@ fn bench(a: &Args) -> Result<(), String> {
                 if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
             rows.push(format!(
                 "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_s\": {regroup_s:.4}}}",
-                a.pixels, a.steps, a.warmup, a.frameskip, a.regroup, if a.regroup_by_phase { "phase" } else { "instructions" }
+                a.pixels, a.steps, a.warmup, a.frameskip, regroup, if a.regroup_by_phase { "phase" } else { "instructions" }
             ));
         }
     }
@@ -255,14 +255,18 @@ fn regroup_by_phase(batch: &mut Batch) -> Result<(), String> {
 fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<String, String> {
     let image = RomImage::new(rom).map_err(|e| e.to_string())?;
     let start = image.power_on();
-    let mut batch = Batch::with_state(image.clone(), n, BatchConfig { device: a.device, pixels: false }, &start)
+    // A random order every K steps (`--regroup K`) in place of the batch's own regrouping.
+    let shuffle_every = a.regroup.unwrap_or(0);
+    let every = if a.regroup.is_some() { 0 } else { REGROUP_EVERY };
+    let config = BatchConfig { device: a.device, pixels: false, regroup_every: every };
+    let mut batch = Batch::with_state(image.clone(), n, config, &start)
         .map_err(|e| e.to_string())?;
     let mut cores: Vec<Console> = (0..n).map(|_| Console::new(rom).unwrap()).collect();
     let mut rngs: Vec<Rng> = (0..n).map(|i| Rng::new(i as u32 + 7)).collect();
     let threads = std::thread::available_parallelism().map_or(4, |p| p.get());
     let mut shuffle = Rng::new(12345);
     for step in 0..a.parity_steps {
-        if a.regroup > 0 && step % a.regroup == 0 {
+        if shuffle_every > 0 && step % shuffle_every == 0 {
             let mut order: Vec<u32> = (0..n as u32).collect();
             for i in (1..n).rev() {
                 order.swap(i, shuffle.next() as usize % (i + 1));
