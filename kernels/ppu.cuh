@@ -381,7 +381,7 @@ NESLE_FN void ppu_render_dot(Nes& n) {
 
 // --- ppu.rs ---
 
-// Advances exactly one dot. Out of line (58 KB of sm_90 code, run only for the spans `ppu_run`
+// Advances exactly one dot. Out of line (22 KB of sm_90 code, run only for the spans `ppu_run`
 // cannot batch): kept out of `ppu_run`'s loop for the instruction cache (kernel-notes #19).
 NESLE_DEV void ppu_tick(Nes& n) {
     FlatState& s = n.st;
