@@ -225,19 +225,13 @@ impl Batch {
     /// indirection in the kernel.
     pub fn regroup(&mut self) -> Result<(), Error> {
         let ran = self.instructions_to_host()?;
-        let mut order: Vec<u32> = (0..self.n_envs as u32).collect();
-        order.sort_by_key(|&e| ran[e as usize]);
-        if order.windows(2).all(|w| w[0] < w[1]) {
-            return self.set_order(None);
-        }
-        self.set_order(Some(&order))
+        self.set_order(order_by_work(&ran).as_deref())
     }
 
     /// [`BatchConfig::regroup_every`]: regroups before every k-th step (not the first: no
     /// instructions have run yet). One warp's worth of envs or fewer has nothing to regroup.
     fn auto_regroup(&mut self) -> Result<(), Error> {
-        let k = self.regroup_every as u64;
-        if k > 0 && self.n_envs > WARP && self.steps > 0 && self.steps % k == 0 {
+        if regroup_due(self.regroup_every, self.n_envs, self.steps) {
             self.regroup()?;
         }
         self.steps += 1;
@@ -419,9 +413,44 @@ impl Drop for Batch {
     }
 }
 
+/// The envs in order of `ran` (each env's instructions in its last frame), ties in env order;
+/// `None` when that is the envs' own order.
+fn order_by_work(ran: &[u32]) -> Option<Vec<u32>> {
+    let mut order: Vec<u32> = (0..ran.len() as u32).collect();
+    order.sort_by_key(|&e| ran[e as usize]);
+    if order.windows(2).all(|w| w[0] < w[1]) {
+        None
+    } else {
+        Some(order)
+    }
+}
+
+/// Whether the step after `steps` steps regroups first: every `every`-th (0: never), not the
+/// first, and only with more than one warp of envs.
+fn regroup_due(every: u32, n_envs: usize, steps: u64) -> bool {
+    every > 0 && n_envs > WARP && steps > 0 && steps % every as u64 == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn envs_are_ordered_by_their_work_ties_in_env_order() {
+        assert_eq!(order_by_work(&[5, 3, 5, 1]), Some(vec![3, 1, 0, 2]));
+        // Protocol A: every env did the same, so the envs keep their own order, no indirection.
+        assert_eq!(order_by_work(&[7; 64]), None);
+        assert_eq!(order_by_work(&[1, 2, 3]), None);
+    }
+
+    #[test]
+    fn regrouping_is_due_every_kth_step_after_the_first_with_more_than_a_warp() {
+        let due: Vec<u64> = (0..25).filter(|&s| regroup_due(10, 64, s)).collect();
+        assert_eq!(due, vec![10, 20]);
+        assert!((0..25).all(|s| !regroup_due(0, 64, s)));
+        assert!((0..25).all(|s| !regroup_due(1, 32, s)));
+        assert!((1..25).all(|s| regroup_due(1, 33, s)) && !regroup_due(1, 33, 0));
+    }
 
     fn nrom() -> Vec<u8> {
         let mut rom = vec![0u8; 16 + 0x4000 + 0x2000];
