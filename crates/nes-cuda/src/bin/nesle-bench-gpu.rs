@@ -1,7 +1,8 @@
 //! GPU throughput (ANCHORS.md protocols A and B) and GPU-vs-nes-core parity.
 //!
 //! Throughput: `nesle-bench-gpu [--envs 1,4096,16384,65536,131072] [--protocols A,B] [--pixels]
-//!   (--pixels: B+pixels, the 84x84 grayscale observation made on the device every step)
+//!   (--pixels: B+pixels, the 84x84 grayscale observation made on the device every step; the
+//!   time of that pass is reported apart, `gray_s`, the device synchronized before and after it)
 //!   [--rom PATH] [--out bench-gpu.json]`: SMB from the first frame of World 1-1 in every env,
 //!   frameskip 4, 30 warm-up + 200 timed steps, device synchronized after every step;
 //!   throughput = envs x timed steps / wall seconds. Every 25 timed steps the rate of those
@@ -175,10 +176,12 @@ fn bench(a: &Args) -> Result<(), String> {
             let mut actions = vec![RIGHT; n];
             // B+pixels: the 84x84 grayscale observation of every env, made on the device each step.
             let mut gray = if a.pixels { Some(batch.alloc(n * GRAY_PIXELS).map_err(|e| e.to_string())?) } else { None };
-            // Returns the wall time, the rate of every CHUNK steps and the time spent regrouping.
-            let mut run = |batch: &mut Batch, steps: usize, label: &str| -> Result<(f64, Vec<f64>, f64), String> {
+            // Returns the wall time, the rate of every CHUNK steps, the time spent regrouping by
+            // phase and the time of the 84x84 pass.
+            let mut run = |batch: &mut Batch, steps: usize, label: &str| -> Result<(f64, Vec<f64>, f64, f64), String> {
                 let t = Instant::now();
                 let mut regroup_s = 0.0;
+                let mut gray_s = 0.0;
                 let mut chunk_start = Instant::now();
                 let mut chunks = Vec::new();
                 for step in 0..steps {
@@ -194,7 +197,11 @@ fn bench(a: &Args) -> Result<(), String> {
                     }
                     batch.step(&actions, a.frameskip).map_err(|e| e.to_string())?;
                     if let Some(g) = gray.as_mut() {
+                        batch.synchronize().map_err(|e| e.to_string())?;
+                        let t = Instant::now();
                         batch.gray84(g).map_err(|e| e.to_string())?;
+                        batch.synchronize().map_err(|e| e.to_string())?;
+                        gray_s += t.elapsed().as_secs_f64();
                     }
                     batch.synchronize().map_err(|e| e.to_string())?;
                     if (step + 1) % CHUNK == 0 {
@@ -204,10 +211,10 @@ fn bench(a: &Args) -> Result<(), String> {
                         chunk_start = Instant::now();
                     }
                 }
-                Ok((t.elapsed().as_secs_f64(), chunks, regroup_s))
+                Ok((t.elapsed().as_secs_f64(), chunks, regroup_s, gray_s))
             };
             run(&mut batch, a.warmup, "warm-up")?;
-            let (wall, chunks, regroup_s) = run(&mut batch, a.steps, "timed")?;
+            let (wall, chunks, regroup_s, gray_s) = run(&mut batch, a.steps, "timed")?;
             let chunk_rates = chunks.iter().map(|r| format!("{r:.1}")).collect::<Vec<_>>().join(", ");
             let rate = (n * a.steps) as f64 / wall;
             let faults = batch.states_to_host().map_err(|e| e.to_string())?.iter().filter(|s| s.cpu_fault != 0).count();
@@ -217,10 +224,11 @@ fn bench(a: &Args) -> Result<(), String> {
             } else {
                 String::new()
             };
-            println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}{regrouped}", p, n, a.pixels, rate, wall,
+            let grayed = if a.pixels { format!("  (84x84 gray: {gray_s:.3} s of it)") } else { String::new() };
+            println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}{regrouped}{grayed}", p, n, a.pixels, rate, wall,
                 if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
             rows.push(format!(
-                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_s\": {regroup_s:.4}}}",
+                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}}}",
                 a.pixels, a.steps, a.warmup, a.frameskip, regroup, if a.regroup_by_phase { "phase" } else { "instructions" }
             ));
         }
