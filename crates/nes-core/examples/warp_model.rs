@@ -16,7 +16,9 @@
 //! The last argument regroups the envs before each traced step: `phase` in order of SMB's game
 //! phase, as `nesle-bench-gpu --regroup` does (OperMode, GameEngineSubroutine, player state,
 //! position); `count` by the instructions of their previous frame; `path` by a hash of the
-//! previous frame's instruction addresses (the last two need no knowledge of the game).
+//! previous frame's instruction addresses (the last two need no knowledge of the game);
+//! `frame` as `count`, and again before each of the step's other 3 frames (a batch that
+//! regroups between the launches of one step).
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
 //! listed step (default 3,30,100,200) the 4 frames of that step are traced. The ROM comes from
@@ -158,15 +160,24 @@ fn main() {
                 let r = c.ram();
                 (r[0x770], r[0x0e], r[0x1d], r[0x6d], r[0x86])
             }),
-            "count" => envs.sort_by_key(|e| e.1),
+            "count" | "frame" => envs.sort_by_key(|e| e.1),
             "path" => envs.sort_by_key(|e| e.2),
             _ => {}
         }
         let mut sum = [0u64; 5];
         // Each env's 4 frames end to end: the (stack, PC) vote across the frame boundaries.
         let mut steps_traces: Vec<Vec<Slot>> = vec![Vec::new(); n];
-        for _ in 0..4 {
+        for f in 0..4 {
+            if f > 0 && regroup == "frame" {
+                // Each env keeps its traces so far: sort env and traces together.
+                let mut both: Vec<_> = envs.drain(..).zip(steps_traces.drain(..)).collect();
+                both.sort_by_key(|((_, count, _), _)| *count);
+                (envs, steps_traces) = both.into_iter().unzip();
+            }
             let traces: Vec<Vec<Slot>> = envs.iter_mut().map(|(c, _, _)| traced_frame(c)).collect();
+            for ((_, count, _), t) in envs.iter_mut().zip(&traces) {
+                *count = t.len() as u64;
+            }
             for w in traces.chunks(WARP) {
                 for (s, v) in sum.iter_mut().zip(warp_cost(w)) {
                     *s += v;
