@@ -424,7 +424,7 @@ NESLE_DEV void ppu_tick(Nes& n) {
             default: break;
         }
     } else if (!visible) {
-        return;  // the idle lines after VBL's
+        return;  // the post-render line and the rest of vertical blank: nothing happens
     }
     if (ppu_rendering(s)) {
         ppu_render_dot(n);
