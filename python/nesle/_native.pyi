@@ -13,6 +13,8 @@ __version__: Final[str]
 WIDTH: Final[int]
 HEIGHT: Final[int]
 RAM_SIZE: Final[int]
+#: ``CudaBatch``'s default ``regroup_every``: steps between regroupings of the envs into warps.
+REGROUP_EVERY: Final[int]
 
 #: A caller's array that an ``out=`` verb fills in place and returns.
 _Out = TypeVar("_Out")

@@ -78,6 +78,7 @@ log = logging.getLogger("nesle")
 
 OBS_MODES = ("ram", "rgb", "gray84", "none")
 BACKENDS = ("auto", "cuda", "cpu")
+REGROUP_EVERY: int = _native.REGROUP_EVERY
 GRAY_SIZE = 84
 #: BT.601 luma weights (what OpenCV's RGB2GRAY and gymnasium's AtariPreprocessing use).
 LUMA = np.array([0.299, 0.587, 0.114])
@@ -116,18 +117,28 @@ def cuda_available(device: int = 0) -> tuple[bool, str]:
 
 
 def make_batch(
-    rom: bytes, num_envs: int, backend: str = "auto", device: int = 0, render: bool = True
+    rom: bytes,
+    num_envs: int,
+    backend: str = "auto",
+    device: int = 0,
+    render: bool = True,
+    regroup_every: int = REGROUP_EVERY,
 ) -> Any:
     """The native batch for ``backend``: ``"cpu"``, ``"cuda"``, or ``"auto"`` (CUDA when
     :func:`cuda_available`, else CPU; logged at INFO on the "nesle" logger). ``render=False``
-    spares the CUDA backend its picture buffer (60 KiB per env) until something draws."""
+    spares the CUDA backend its picture buffer (60 KiB per env) until something draws.
+    ``regroup_every``: the CUDA batch's regrouping of envs into warps (``CudaBatch``; 0: never);
+    the CPU backend runs one env at a time and has nothing to regroup."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    _check_int("regroup_every", regroup_every, 0, 2**32 - 1)
     if backend in ("cuda", "auto"):
         ok, why = cuda_available(device)
         if ok:
             log.info("nesle: CUDA backend (%s), %d environments", why, num_envs)
-            return _native.CudaBatch(rom, num_envs, device, render=render)
+            return _native.CudaBatch(
+                rom, num_envs, device, render=render, regroup_every=regroup_every
+            )
         if backend == "cuda":
             raise BackendUnavailableError(f"backend='cuda' is unavailable: {why}")
         log.info("nesle: CPU backend, %d environments (CUDA unavailable: %s)", num_envs, why)
@@ -216,6 +227,7 @@ class NesleVectorEnv(VectorEnv):
         render_mode: str | None = None,
         autoreset: bool = True,
         copy: bool = True,
+        regroup_every: int = REGROUP_EVERY,
     ) -> None:
         self._batch: Any = None  # set last: a failed __init__ leaves nothing half-built
         self._dev: DeviceStep | None = None
@@ -285,7 +297,9 @@ class NesleVectorEnv(VectorEnv):
         self._start_of = np.zeros(num_envs, np.int64)  # which start state each console began at
         self._fresh = np.zeros(num_envs, bool)  # restored since the last step: pixels are stale
         self._needs_reset = True
-        self._batch = make_batch(rom, num_envs, backend, device, render=self._draw)
+        self._batch = make_batch(
+            rom, num_envs, backend, device, render=self._draw, regroup_every=regroup_every
+        )
         self.backend = "cpu" if isinstance(self._batch, _native.CpuBatch) else "cuda"
         self._batch.set_render(self._draw)
         # The CPU batch fills these in place (``out=``); CUDA batches return host copies.
@@ -662,6 +676,8 @@ def make_vec(
     - ``done=``: SMB ``"life"`` (default), ``"stage"``, ``"game_over"``; any game:
       ``callable(ram) -> (N,) bool``.
     - ``render_mode="rgb_array"``: :meth:`NesleVectorEnv.render` returns the screens.
+    - ``regroup_every``: how often (in steps) the CUDA backend puts envs that ran alike into the
+      same warps (default 10, 0: never); results are identical either way (see ``CudaBatch``).
     - ``copy=False``: ``reset``/``step`` return a read-only view of the env's observation
       buffer, overwritten by the next step (see the module doc); default ``True``, a new array.
     """

@@ -125,11 +125,16 @@ def test_a_state_moves_cpu_to_gpu_to_cpu(smb_rom):
 
 
 @pytest.mark.parametrize(
-    ("game", "kwargs"),
-    [("smb", dict(obs="gray84", frame_stack=2)), ("tetris", dict(obs="ram"))],
+    ("game", "n", "kwargs"),
+    [
+        ("smb", 16, dict(obs="gray84", frame_stack=2)),
+        ("tetris", 16, dict(obs="ram")),
+        # Three warps regrouped before every step, with the device's auto-resets in between.
+        ("smb", 96, dict(obs="ram", regroup_every=1)),
+    ],
 )
-def test_make_vec_on_cuda_matches_cpu(game, kwargs):
-    n, steps = 16, 50
+def test_make_vec_on_cuda_matches_cpu(game, n, kwargs):
+    steps = 50
     cpu = nesle.make_vec(game, n, backend="cpu", seed=11, max_episode_steps=20, **kwargs)
     gpu = nesle.make_vec(game, n, backend="cuda", seed=11, max_episode_steps=20, **kwargs)
     assert (cpu.backend, gpu.backend) == ("cpu", "cuda")

@@ -393,6 +393,8 @@ def test_step_before_reset_raises():
         (dict(reward={"speed": 1.0}), ValueError, "unknown shaped reward"),
         (dict(done="never"), ValueError, "done must be"),
         (dict(start_states="9-1"), ValueError, "worlds are 1-8"),
+        (dict(regroup_every=-1), ValueError, "regroup_every"),
+        (dict(regroup_every=2.0), TypeError, "regroup_every"),
     ],
 )
 def test_bad_options_raise_clear_errors(kwargs, error, message):

@@ -111,6 +111,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("WIDTH", WIDTH)?;
     m.add("HEIGHT", HEIGHT)?;
     m.add("RAM_SIZE", RAM_SIZE)?;
+    m.add("REGROUP_EVERY", nes_cuda::REGROUP_EVERY)?;
     m.add("BackendUnavailableError", py.get_type::<error::BackendUnavailableError>())?;
     m.add_class::<batch::CpuBatch>()?;
     m.add_class::<cuda::CudaBatch>()?;
