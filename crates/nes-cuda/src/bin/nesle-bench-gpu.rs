@@ -196,14 +196,14 @@ fn bench(a: &Args) -> Result<(), String> {
                         }
                     }
                     batch.step(&actions, a.frameskip).map_err(|e| e.to_string())?;
+                    // The step finished, then (with pixels) the 84x84 pass timed on its own.
+                    batch.synchronize().map_err(|e| e.to_string())?;
                     if let Some(g) = gray.as_mut() {
-                        batch.synchronize().map_err(|e| e.to_string())?;
                         let t = Instant::now();
                         batch.gray84(g).map_err(|e| e.to_string())?;
                         batch.synchronize().map_err(|e| e.to_string())?;
                         gray_s += t.elapsed().as_secs_f64();
                     }
-                    batch.synchronize().map_err(|e| e.to_string())?;
                     if (step + 1) % CHUNK == 0 {
                         let rate = (n * CHUNK) as f64 / chunk_start.elapsed().as_secs_f64();
                         eprintln!("  {p} {n} envs, {label} steps {}-{}: {rate:.0} env-steps/s", step + 1 - CHUNK, step);
