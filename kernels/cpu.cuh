@@ -242,7 +242,9 @@ NESLE_FN void cpu_adc_binary(FlatState& s, u8 v) {
 }
 
 // NMOS BCD (test-only `decimal_mode`; the 2A03 has none). N, V, Z from the binary results.
-NESLE_FN void cpu_adc_decimal(FlatState& s, u8 v) {
+// Out of line, as the other code no game runs (kernel-notes #64): cold code inside the hot
+// functions spreads them over more instruction-cache lines.
+NESLE_DEV void cpu_adc_decimal(FlatState& s, u8 v) {
     u32 c = s.cpu_p & FLAG_C;
     u32 a = s.cpu_a;
     u8 bin = (u8)(a + v + c);
@@ -257,7 +259,7 @@ NESLE_FN void cpu_adc_decimal(FlatState& s, u8 v) {
     s.cpu_a = (u8)r;
 }
 
-NESLE_FN void cpu_sbc_decimal(FlatState& s, u8 v) {
+NESLE_DEV void cpu_sbc_decimal(FlatState& s, u8 v) {
     i32 borrow = 1 - (i32)(s.cpu_p & FLAG_C);
     i32 a = s.cpu_a;
     i32 bin = a - (i32)v - borrow;
@@ -314,25 +316,9 @@ NESLE_FN u8 cpu_ror(FlatState& s, u8 v) {
     return r;
 }
 
-NESLE_FN void cpu_exec_read(FlatState& s, u8 mn, u8 v) {
+// The unofficial read opcodes (kernel-notes #64: out of line, no game's hot path uses them).
+NESLE_DEV void cpu_exec_read_unofficial(FlatState& s, u8 mn, u8 v) {
     switch (mn) {
-        case MN_LDA: s.cpu_a = v; cpu_set_zn(s, v); break;
-        case MN_LDX: s.cpu_x = v; cpu_set_zn(s, v); break;
-        case MN_LDY: s.cpu_y = v; cpu_set_zn(s, v); break;
-        case MN_LAX: s.cpu_a = v; s.cpu_x = v; cpu_set_zn(s, v); break;
-        case MN_AND: s.cpu_a &= v; cpu_set_zn(s, s.cpu_a); break;
-        case MN_ORA: s.cpu_a |= v; cpu_set_zn(s, s.cpu_a); break;
-        case MN_EOR: s.cpu_a ^= v; cpu_set_zn(s, s.cpu_a); break;
-        case MN_ADC: cpu_adc(s, v); break;
-        case MN_SBC: cpu_sbc(s, v); break;
-        case MN_CMP: cpu_compare(s, s.cpu_a, v); break;
-        case MN_CPX: cpu_compare(s, s.cpu_x, v); break;
-        case MN_CPY: cpu_compare(s, s.cpu_y, v); break;
-        case MN_BIT:
-            s.cpu_p = (u8)((s.cpu_p & ~(FLAG_Z | FLAG_V | FLAG_N)) | (v & (FLAG_V | FLAG_N)) |
-                           ((s.cpu_a & v) == 0 ? FLAG_Z : 0));
-            break;
-        case MN_NOP: break;
         case MN_ANC:
             s.cpu_a &= v;
             cpu_set_zn(s, s.cpu_a);
@@ -375,6 +361,31 @@ NESLE_FN void cpu_exec_read(FlatState& s, u8 mn, u8 v) {
     }
 }
 
+NESLE_FN void cpu_exec_read(FlatState& s, u8 mn, u8 v) {
+    switch (mn) {
+        case MN_LDA: s.cpu_a = v; cpu_set_zn(s, v); break;
+        case MN_LDX: s.cpu_x = v; cpu_set_zn(s, v); break;
+        case MN_LDY: s.cpu_y = v; cpu_set_zn(s, v); break;
+        case MN_LAX: s.cpu_a = v; s.cpu_x = v; cpu_set_zn(s, v); break;
+        case MN_AND: s.cpu_a &= v; cpu_set_zn(s, s.cpu_a); break;
+        case MN_ORA: s.cpu_a |= v; cpu_set_zn(s, s.cpu_a); break;
+        case MN_EOR: s.cpu_a ^= v; cpu_set_zn(s, s.cpu_a); break;
+        case MN_ADC: cpu_adc(s, v); break;
+        case MN_SBC: cpu_sbc(s, v); break;
+        case MN_CMP: cpu_compare(s, s.cpu_a, v); break;
+        case MN_CPX: cpu_compare(s, s.cpu_x, v); break;
+        case MN_CPY: cpu_compare(s, s.cpu_y, v); break;
+        case MN_BIT:
+            s.cpu_p = (u8)((s.cpu_p & ~(FLAG_Z | FLAG_V | FLAG_N)) | (v & (FLAG_V | FLAG_N)) |
+                           ((s.cpu_a & v) == 0 ? FLAG_Z : 0));
+            break;
+        case MN_NOP: break;
+        default: cpu_exec_read_unofficial(s, mn, v); break;
+    }
+}
+
+NESLE_DEV void cpu_exec_unstable_store(Nes& n, u8 mn, u8 mode);
+
 NESLE_FN void cpu_exec_write(Nes& n, u8 mn, u8 mode) {
     FlatState& s = n.st;
     if (mn == MN_STA || mn == MN_STX || mn == MN_STY || mn == MN_SAX) {
@@ -383,6 +394,12 @@ NESLE_FN void cpu_exec_write(Nes& n, u8 mn, u8 mode) {
         cpu_write(n, addr, v);
         return;
     }
+    cpu_exec_unstable_store(n, mn, mode);
+}
+
+// SHA/SHX/SHY/TAS, out of line (kernel-notes #64).
+NESLE_DEV void cpu_exec_unstable_store(Nes& n, u8 mn, u8 mode) {
+    FlatState& s = n.st;
     // SHA/SHX/SHY/TAS store reg & (high byte of base + 1); a page crossing also puts that
     // value in the high byte of the address.
     u16 base;
@@ -415,6 +432,19 @@ NESLE_FN void cpu_exec_write(Nes& n, u8 mn, u8 mode) {
     cpu_write(n, target, v);
 }
 
+// The unofficial read-modify-writes (kernel-notes #64: out of line).
+NESLE_DEV u8 cpu_modify_unofficial(FlatState& s, u8 mn, u8 v) {
+    switch (mn) {
+        case MN_SLO: { u8 r = cpu_asl(s, v); s.cpu_a |= r; cpu_set_zn(s, s.cpu_a); return r; }
+        case MN_RLA: { u8 r = cpu_rol(s, v); s.cpu_a &= r; cpu_set_zn(s, s.cpu_a); return r; }
+        case MN_SRE: { u8 r = cpu_lsr(s, v); s.cpu_a ^= r; cpu_set_zn(s, s.cpu_a); return r; }
+        case MN_RRA: { u8 r = cpu_ror(s, v); cpu_adc(s, r); return r; }
+        case MN_DCP: { u8 r = (u8)(v - 1); cpu_compare(s, s.cpu_a, r); return r; }
+        case MN_ISC: { u8 r = (u8)(v + 1); cpu_sbc(s, r); return r; }
+        default: return v;
+    }
+}
+
 NESLE_FN u8 cpu_modify(FlatState& s, u8 mn, u8 v) {
     switch (mn) {
         case MN_ASL: return cpu_asl(s, v);
@@ -423,13 +453,7 @@ NESLE_FN u8 cpu_modify(FlatState& s, u8 mn, u8 v) {
         case MN_ROR: return cpu_ror(s, v);
         case MN_INC: { u8 r = (u8)(v + 1); cpu_set_zn(s, r); return r; }
         case MN_DEC: { u8 r = (u8)(v - 1); cpu_set_zn(s, r); return r; }
-        case MN_SLO: { u8 r = cpu_asl(s, v); s.cpu_a |= r; cpu_set_zn(s, s.cpu_a); return r; }
-        case MN_RLA: { u8 r = cpu_rol(s, v); s.cpu_a &= r; cpu_set_zn(s, s.cpu_a); return r; }
-        case MN_SRE: { u8 r = cpu_lsr(s, v); s.cpu_a ^= r; cpu_set_zn(s, s.cpu_a); return r; }
-        case MN_RRA: { u8 r = cpu_ror(s, v); cpu_adc(s, r); return r; }
-        case MN_DCP: { u8 r = (u8)(v - 1); cpu_compare(s, s.cpu_a, r); return r; }
-        case MN_ISC: { u8 r = (u8)(v + 1); cpu_sbc(s, r); return r; }
-        default: return v;
+        default: return cpu_modify_unofficial(s, mn, v);
     }
 }
 
@@ -481,6 +505,45 @@ NESLE_FN void cpu_implied(Nes& n, u8 mn) {
     }
 }
 
+// RTI and BRK, out of the hot `cpu_exec_other` (kernel-notes #65).
+NESLE_DEV void cpu_exec_rti_brk(Nes& n, u8 mn) {
+    FlatState& s = n.st;
+    switch (mn) {
+        case MN_RTI: {
+            cpu_read(n, s.cpu_pc);
+            cpu_read(n, 0x100 | s.cpu_s);
+            u8 p = cpu_pull(n);
+            s.cpu_p = p & (u8)~(FLAG_B | FLAG_U);
+            cpu_unsettle(n);
+            u8 lo = cpu_pull(n);
+            u8 hi = cpu_pull(n);
+            s.cpu_pc = le16(lo, hi);
+            break;
+        }
+        case MN_BRK: {
+            cpu_fetch(n);
+            cpu_push(n, (u8)(s.cpu_pc >> 8));
+            cpu_push(n, (u8)s.cpu_pc);
+            u16 vector = IRQ_VECTOR;
+            if (s.cpu_nmi_pending) {
+                s.cpu_nmi_pending = 0;
+                cpu_unsettle(n);
+                vector = NMI_VECTOR;
+            }
+            cpu_push(n, s.cpu_p | FLAG_B | FLAG_U);
+            s.cpu_p |= FLAG_I;
+            cpu_unsettle(n);
+            u8 lo = cpu_read(n, vector);
+            u8 hi = cpu_read(n, vector + 1);
+            s.cpu_pc = le16(lo, hi);
+            s.cpu_nmi_take = 0;  // an NMI seen during BRK's last cycles waits
+            cpu_unsettle(n);
+            break;
+        }
+        default: break;
+    }
+}
+
 NESLE_DEV void cpu_exec_other(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
     FlatState& s = n.st;
     switch (mn) {
@@ -525,37 +588,9 @@ NESLE_DEV void cpu_exec_other(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
             s.cpu_pc += 1;
             break;
         }
-        case MN_RTI: {
-            cpu_read(n, s.cpu_pc);
-            cpu_read(n, 0x100 | s.cpu_s);
-            u8 p = cpu_pull(n);
-            s.cpu_p = p & (u8)~(FLAG_B | FLAG_U);
-            cpu_unsettle(n);
-            u8 lo = cpu_pull(n);
-            u8 hi = cpu_pull(n);
-            s.cpu_pc = le16(lo, hi);
-            break;
-        }
-        case MN_BRK: {
-            cpu_fetch(n);
-            cpu_push(n, (u8)(s.cpu_pc >> 8));
-            cpu_push(n, (u8)s.cpu_pc);
-            u16 vector = IRQ_VECTOR;
-            if (s.cpu_nmi_pending) {
-                s.cpu_nmi_pending = 0;
-                cpu_unsettle(n);
-                vector = NMI_VECTOR;
-            }
-            cpu_push(n, s.cpu_p | FLAG_B | FLAG_U);
-            s.cpu_p |= FLAG_I;
-            cpu_unsettle(n);
-            u8 lo = cpu_read(n, vector);
-            u8 hi = cpu_read(n, vector + 1);
-            s.cpu_pc = le16(lo, hi);
-            s.cpu_nmi_take = 0;  // an NMI seen during BRK's last cycles waits
-            cpu_unsettle(n);
-            break;
-        }
+        // Once a frame at most (the NMI handler's RTI): out of line (kernel-notes #65).
+        case MN_RTI:
+        case MN_BRK: cpu_exec_rti_brk(n, mn); break;
         case MN_PHA:
             cpu_read(n, s.cpu_pc);
             cpu_push(n, s.cpu_a);
