@@ -3,6 +3,7 @@
 #include "host_shim.h"
 #include "types.h"
 #include "console.cuh"
+#include "order.cuh"  // nesle_host_order
 
 // nesle_step's body over packed states, one thread slot after the other (launch-local copy
 // unpacked from and packed back to `states + env * stride`; `order` and `ran` as in nesle_step).

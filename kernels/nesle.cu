@@ -5,6 +5,7 @@
 #include "types.h"
 #include "console.cuh"
 #include "picture.cuh"  // nesle_gray84
+#include "order.cuh"    // nesle_order_*: regrouping on the device
 
 static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time");
 

@@ -162,7 +162,7 @@ class CudaBatch:
     """
 
     def __new__(
-        cls, rom: bytes, num_envs: int, device: int = 0, *, render: bool = True, regroup_every: int = 10
+        cls, rom: bytes, num_envs: int, device: int = 0, *, render: bool = True, regroup_every: int = 1
     ) -> CudaBatch:
         """Power on ``num_envs`` consoles with the iNES file ``rom`` on CUDA device ``device``.
 
@@ -172,8 +172,9 @@ class CudaBatch:
 
         ``regroup_every``: before every such step, the kernel's threads are given the envs in
         order of the work their last frame took, so envs that run alike share a warp (0: never).
-        Results are identical either way; only the speed changes (protocol B +18% on an H200).
-        Each regrouping waits for the steps queued before it.
+        Results are identical either way; only the speed changes (protocol B on an H200: +18%
+        every 10 steps, +14% more every step). The order is sorted on the device, queued with
+        the step: nothing waits for it.
 
         Raises ``BackendUnavailableError`` (no kernels in this build, no driver, no such GPU),
         ``MemoryError`` (the consoles do not fit in free GPU memory), ``RomError``,

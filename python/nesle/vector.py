@@ -677,7 +677,7 @@ def make_vec(
       ``callable(ram) -> (N,) bool``.
     - ``render_mode="rgb_array"``: :meth:`NesleVectorEnv.render` returns the screens.
     - ``regroup_every``: how often (in steps) the CUDA backend puts envs that ran alike into the
-      same warps (default 10, 0: never); results are identical either way (see ``CudaBatch``).
+      same warps (default 1, every step; 0: never); results are identical either way (see ``CudaBatch``).
     - ``copy=False``: ``reset``/``step`` return a read-only view of the env's observation
       buffer, overwritten by the next step (see the module doc); default ``True``, a new array.
     """

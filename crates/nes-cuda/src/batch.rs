@@ -20,19 +20,25 @@ pub struct BatchConfig {
     pub device: usize,
     /// Allocate a 256x240 picture per env, written for the last frame of every step.
     pub pixels: bool,
-    /// Before every `regroup_every`-th step, [`Batch::regroup`] by itself (0: never, and an
-    /// order given with [`Batch::set_order`] stays). Results are the same in any order; only the
-    /// speed changes (protocol B on an H200: +18.5% at 10; docs/kernel-notes.md #63). Each
-    /// regrouping waits for the steps queued before it (it reads the instruction counts back).
+    /// Before every `regroup_every`-th step, put the envs in order of their instructions in the
+    /// last frame, as [`Batch::regroup`] does (0: never, and an order given with
+    /// [`Batch::set_order`] stays). Results are the same in any order; only the speed changes
+    /// (protocol B on an H200: +18.5% every 10 steps, +14% more every step; docs/kernel-notes.md
+    /// #63, #66).
     pub regroup_every: u32,
+    /// Sort on the device (kernels/order.cuh), queued on the stream with nothing for the host to
+    /// wait on (the default); `false` reads the counts back and sorts on the host, which waits
+    /// for the steps queued before it but keeps the envs' own order without an indirection
+    /// when all counts are equal (protocol A).
+    pub regroup_on_device: bool,
 }
 
-/// [`BatchConfig::regroup_every`]'s default.
-pub const REGROUP_EVERY: u32 = 10;
+/// [`BatchConfig::regroup_every`]'s default: every step.
+pub const REGROUP_EVERY: u32 = 1;
 
 impl Default for BatchConfig {
     fn default() -> BatchConfig {
-        BatchConfig { device: 0, pixels: false, regroup_every: REGROUP_EVERY }
+        BatchConfig { device: 0, pixels: false, regroup_every: REGROUP_EVERY, regroup_on_device: true }
     }
 }
 
@@ -75,6 +81,10 @@ pub struct Batch {
     /// `BatchConfig::regroup_every`, and the steps run so far.
     regroup_every: u32,
     steps: u64,
+    /// `BatchConfig::regroup_on_device`, and the sorting network's pairs (allocated with the
+    /// batch when it will sort on the device).
+    regroup_on_device: bool,
+    pairs: Option<CudaSlice<u64>>,
 }
 
 impl Batch {
@@ -93,7 +103,10 @@ impl Batch {
         let stride = packing.stride();
         // State, action, reset mask, reset pick, instruction count, order.
         let per_env = stride + 1 + 1 + 4 + 4 + 4 + if config.pixels { PIXELS_PER_ENV } else { 0 };
-        let needed = n_envs * per_env + rom.prg.len() + rom.chr.len();
+        // The device sort's pairs: 8 bytes for each env, rounded up to a power of two.
+        let sorts = config.regroup_on_device && regroup_due(config.regroup_every, n_envs, config.regroup_every as u64);
+        let pair_count = if sorts { n_envs.next_power_of_two() } else { 0 };
+        let needed = n_envs * per_env + pair_count * 8 + rom.prg.len() + rom.chr.len();
         let (free, _) = gpu.memory()?;
         // Leave 5% for the driver, the module and the kernel's local memory.
         if needed > free / 20 * 19 {
@@ -125,8 +138,9 @@ impl Batch {
         let mask = gpu.alloc(n_envs)?;
         let pick = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         let ran = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+        let pairs = if sorts { Some(gpu.stream.alloc_zeros::<u64>(pair_count).map_err(|e| Error::Cuda(format!("{e:?}")))?) } else { None };
         gpu.synchronize()?;
-        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None, order: None, ran, regroup_every: config.regroup_every, steps: 0 })
+        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None, order: None, ran, regroup_every: config.regroup_every, steps: 0, regroup_on_device: config.regroup_on_device, pairs })
     }
 
     pub fn n_envs(&self) -> usize {
@@ -232,10 +246,32 @@ impl Batch {
     /// instructions have run yet). One warp's worth of envs or fewer has nothing to regroup.
     fn auto_regroup(&mut self) -> Result<(), Error> {
         if regroup_due(self.regroup_every, self.n_envs, self.steps) {
-            self.regroup()?;
+            if self.regroup_on_device {
+                self.regroup_device()?;
+            } else {
+                self.regroup()?;
+            }
         }
         self.steps += 1;
         Ok(())
+    }
+
+    /// [`Batch::regroup`] on the device: the same order, queued on the stream (the kernel always
+    /// reads the order then, even when it is the envs' own).
+    fn regroup_device(&mut self) -> Result<(), Error> {
+        let err = |e| Error::Cuda(format!("{e:?}"));
+        let mut pairs = match self.pairs.take() {
+            Some(p) => p,
+            None => self.gpu.stream.alloc_zeros::<u64>(self.n_envs.next_power_of_two()).map_err(err)?,
+        };
+        let mut order = match self.order.take() {
+            Some(o) => o,
+            None => self.gpu.stream.alloc_zeros::<u32>(self.n_envs.max(1)).map_err(err)?,
+        };
+        let done = self.gpu.order_by_work(&self.ran, &mut pairs, &mut order, self.n_envs);
+        self.pairs = Some(pairs);
+        self.order = Some(order);
+        done
     }
 
     /// Runs the envs in `order` from the next step on (thread slot t steps env `order[t]`; a
@@ -441,6 +477,24 @@ mod tests {
         // Protocol A: every env did the same, so the envs keep their own order, no indirection.
         assert_eq!(order_by_work(&[7; 64]), None);
         assert_eq!(order_by_work(&[1, 2, 3]), None);
+    }
+
+    #[test]
+    fn the_device_sorting_network_gives_the_host_sorts_order() {
+        let mut seed = 12345u32;
+        for n in [1usize, 2, 3, 31, 33, 100, 1000, 4096] {
+            // Counts with many ties, as envs in lockstep give.
+            let ran: Vec<u32> = (0..n)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 17;
+                    seed ^= seed << 5;
+                    seed % 7
+                })
+                .collect();
+            let host = order_by_work(&ran).unwrap_or_else(|| (0..n as u32).collect());
+            assert_eq!(crate::host::order_by_work(&ran), host, "{n} envs");
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@ extern "C" {
     fn nesle_host_cpu_step(state: *mut FlatState, prg: *const u8, chr: *const u8);
     fn nesle_host_ppu_run(state: *mut FlatState, prg: *const u8, chr: *const u8, dots: u32, one_by_one: u32, pixels: *mut u8);
     fn nesle_host_status_bound(state: *const FlatState, prg: *const u8, chr: *const u8) -> u32;
+    fn nesle_host_order(ran: *const u32, pairs: *mut u64, order: *mut u32, n: u32, padded: u32);
 }
 
 /// Runs the host build of `nesle_step` over `states` packed as a GPU batch packs them (so the
@@ -127,6 +128,19 @@ pub(crate) fn host_ppu_run(state: &mut FlatState, rom: &RomImage, dots: u32, one
     // SAFETY: as in `host_step`, for one unpacked state (the caller checked it belongs to
     // `rom`); `pixels` is null or one 256x240 picture, the only range the C++ code writes.
     unsafe { nesle_host_ppu_run(state, rom.prg.as_ptr(), chr, dots, one_by_one as u32, px) }
+}
+
+/// The host build of the device's regrouping sort (kernels/order.cuh): the envs in order of
+/// `ran`, ties in env order.
+pub(crate) fn host_order(ran: &[u32]) -> Vec<u32> {
+    let n = ran.len();
+    let padded = n.next_power_of_two();
+    let mut pairs = vec![0u64; padded];
+    let mut order = vec![0u32; n];
+    // SAFETY: `ran` and `order` hold n entries and `pairs` padded ones, as nesle_host_order
+    // reads and writes them; it keeps no pointer.
+    unsafe { nesle_host_order(ran.as_ptr(), pairs.as_mut_ptr(), order.as_mut_ptr(), n as u32, padded as u32) };
+    order
 }
 
 /// The host build's `ppu_dots_to_status_change` for one console.
@@ -352,6 +366,9 @@ pub(crate) struct Gpu {
     reset: CudaFunction,
     gather_ram: CudaFunction,
     gray84: CudaFunction,
+    order_pairs: CudaFunction,
+    order_stage: CudaFunction,
+    order_out: CudaFunction,
     /// Streaming multiprocessors (the step grid's cap is per SM).
     sms: u32,
 }
@@ -400,6 +417,9 @@ impl Gpu {
             reset: f("nesle_reset_from_bank")?,
             gather_ram: f("nesle_gather_ram")?,
             gray84: f("nesle_gray84")?,
+            order_pairs: f("nesle_order_pairs")?,
+            order_stage: f("nesle_order_stage")?,
+            order_out: f("nesle_order_out")?,
             ctx,
             stream,
         })
@@ -599,6 +619,50 @@ impl Gpu {
         // checked above; `tables` holds the bytes of one GrayTables (uploaded by the batch).
         // Each thread writes only its own output byte.
         unsafe { b.launch(grid(n_envs * GRAY_PIXELS)) }.map_err(cuda)?;
+        Ok(())
+    }
+
+    /// The envs in order of `ran` into `order`, on the device (kernels/order.cuh): a bitonic
+    /// network over `pairs` (n_envs rounded up to a power of two), one launch a stage, queued
+    /// on the stream with nothing for the host to wait on.
+    pub(crate) fn order_by_work(
+        &self,
+        ran: &CudaSlice<u32>,
+        pairs: &mut CudaSlice<u64>,
+        order: &mut CudaSlice<u32>,
+        n_envs: usize,
+    ) -> Result<(), Error> {
+        let padded = n_envs.next_power_of_two();
+        check_len("ran", ran.len(), n_envs)?;
+        check_len("pairs", pairs.len(), padded)?;
+        check_len("order", order.len(), n_envs)?;
+        if n_envs == 0 {
+            return Ok(());
+        }
+        let (n, p) = (n_envs as u32, padded as u32);
+        let mut b = self.stream.launch_builder(&self.order_pairs);
+        b.arg(ran).arg(&mut *pairs).arg(&n).arg(&p);
+        // SAFETY: matches `nesle_order_pairs(const u32*, u64*, u32, u32)`; `ran` holds n and
+        // `pairs` padded entries (checked); each thread writes its own pair.
+        unsafe { b.launch(grid(padded)) }.map_err(cuda)?;
+        let mut k = 2u32;
+        while k <= p {
+            let mut j = k >> 1;
+            while j > 0 {
+                let mut b = self.stream.launch_builder(&self.order_stage);
+                b.arg(&mut *pairs).arg(&j).arg(&k).arg(&p);
+                // SAFETY: matches `nesle_order_stage(u64*, u32, u32, u32)`; `pairs` holds
+                // padded entries and i ^ j < padded for every i < padded (j < padded, a power
+                // of two); of each exchanged pair only the thread with the lower index writes.
+                unsafe { b.launch(grid(padded)) }.map_err(cuda)?;
+                j >>= 1;
+            }
+            k <<= 1;
+        }
+        let mut b = self.stream.launch_builder(&self.order_out);
+        b.arg(&*pairs).arg(order).arg(&n);
+        // SAFETY: matches `nesle_order_out(const u64*, u32*, u32)`; lengths checked above.
+        unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
         Ok(())
     }
 

@@ -142,7 +142,7 @@ impl Inner {
             return Ok(());
         }
         let states = self.batch.lock().states_to_host()?;
-        let config = BatchConfig { device: self.device, pixels: true, regroup_every: self.regroup_every };
+        let config = BatchConfig { device: self.device, pixels: true, regroup_every: self.regroup_every, ..BatchConfig::default() };
         let mut fresh = Batch::with_state(self.rom.clone(), self.n, config, &states[0])?;
         let all: Vec<usize> = (0..self.n).collect();
         upload(&mut fresh, &all, &states, self.n)?;
@@ -441,7 +441,7 @@ impl CudaBatch {
                 let power_on_flat = image.power_on();
                 let mut start = power_on_flat;
                 start.ppu_render_pixels = render as u8;
-                let batch = Batch::with_state(image.clone(), n, BatchConfig { device, pixels: render, regroup_every }, &start)?;
+                let batch = Batch::with_state(image.clone(), n, BatchConfig { device, pixels: render, regroup_every, ..BatchConfig::default() }, &start)?;
                 Ok(Inner {
                     batch: Arc::new(Shared(Mutex::new(batch))),
                     rom: image,

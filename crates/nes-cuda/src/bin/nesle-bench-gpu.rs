@@ -10,9 +10,10 @@
 //!   episodes diverge, and a run cut short still says how far it got.
 //!   `--regroup K`: every K steps the envs are put in order of their instructions in the last
 //!   frame, so a warp's envs tend to run the same code (`BatchConfig::regroup_every`; default
-//!   10, 0 turns it off; its time is part of the steps'), or (experiment) with `--regroup-by
-//!   phase` of SMB's game phase (`Batch::set_order`, sorted on the host from every env's RAM;
-//!   that time is reported apart, `regroup_s`).
+//!   1, 0 turns it off; its time is part of the steps'; sorted on the device, or with
+//!   `--regroup-on-host` read back and sorted on the host, `BatchConfig::regroup_on_device`),
+//!   or (experiment) with `--regroup-by phase` of SMB's game phase (`Batch::set_order`, sorted
+//!   on the host from every env's RAM; that time is reported apart, `regroup_s`).
 //! Parity: `nesle-bench-gpu --parity N [--steps S] [--frameskip F] [--press-start K]
 //!   [--rom PATH | --test-roms DIR]`: N envs of random inputs on the GPU (the first K steps: Start
 //!   at random instead); after every step every env's FlatState must equal nes-core's. With
@@ -48,6 +49,8 @@ struct Args {
     /// `--regroup`, if given.
     regroup: Option<usize>,
     regroup_by_phase: bool,
+    /// `--regroup-on-host`.
+    regroup_on_host: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -67,6 +70,7 @@ fn parse_args() -> Result<Args, String> {
         test_roms: None,
         regroup: None,
         regroup_by_phase: false,
+        regroup_on_host: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -90,6 +94,7 @@ fn parse_args() -> Result<Args, String> {
             "--press-start" => a.press_start = num(val()?)?,
             "--test-roms" => a.test_roms = Some(PathBuf::from(val()?)),
             "--regroup" => a.regroup = Some(num(val()?)?),
+            "--regroup-on-host" => a.regroup_on_host = true,
             "--regroup-by" => {
                 a.regroup_by_phase = match val()?.as_str() {
                     "phase" => true,
@@ -162,7 +167,7 @@ fn bench(a: &Args) -> Result<(), String> {
             let regroup = a.regroup.unwrap_or(REGROUP_EVERY as usize);
             // By instructions the batch regroups by itself; by phase the loop below does it.
             let every = if a.regroup_by_phase { 0 } else { regroup as u32 };
-            let cfg = BatchConfig { device: a.device, pixels: a.pixels, regroup_every: every };
+            let cfg = BatchConfig { device: a.device, pixels: a.pixels, regroup_every: every, regroup_on_device: !a.regroup_on_host };
             let mut batch = match Batch::with_state(image, n, cfg, &start) {
                 Ok(b) => b,
                 Err(e @ Error::OutOfMemory { .. }) => {
@@ -229,7 +234,8 @@ fn bench(a: &Args) -> Result<(), String> {
                 if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
             rows.push(format!(
                 "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}}}",
-                a.pixels, a.steps, a.warmup, a.frameskip, regroup, if a.regroup_by_phase { "phase" } else { "instructions" }
+                a.pixels, a.steps, a.warmup, a.frameskip, regroup,
+                if a.regroup_by_phase { "phase" } else if a.regroup_on_host { "instructions, on the host" } else { "instructions, on the device" }
             ));
         }
     }
@@ -266,7 +272,7 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
     // A random order every K steps (`--regroup K`) in place of the batch's own regrouping.
     let shuffle_every = a.regroup.unwrap_or(0);
     let every = if a.regroup.is_some() { 0 } else { REGROUP_EVERY };
-    let config = BatchConfig { device: a.device, pixels: false, regroup_every: every };
+    let config = BatchConfig { device: a.device, pixels: false, regroup_every: every, regroup_on_device: !a.regroup_on_host };
     let mut batch = Batch::with_state(image.clone(), n, config, &start)
         .map_err(|e| e.to_string())?;
     let mut cores: Vec<Console> = (0..n).map(|_| Console::new(rom).unwrap()).collect();
