@@ -148,11 +148,20 @@ NESLE_DEV void cpu_run_reset(Nes& n) {
     cpu_unsettle(n);
 }
 
-// The 7-cycle IRQ/NMI sequence; an NMI detected before the vector fetch takes it over.
-NESLE_DEV void cpu_interrupt(Nes& n) {
+// PLP, and the first four cycles of RTI: P pulled (B and U are not flags in the register).
+NESLE_FN void cpu_plp(Nes& n) {
     FlatState& s = n.st;
     cpu_read(n, s.cpu_pc);
-    cpu_read(n, s.cpu_pc);
+    cpu_read(n, 0x100 | s.cpu_s);
+    u8 p = cpu_pull(n);
+    s.cpu_p = p & (u8)~(FLAG_B | FLAG_U);
+    cpu_unsettle(n);
+}
+
+// The last five cycles of an interrupt and of BRK: PC and P pushed (`b`: the B flag as pushed),
+// I set, PC from the vector; an NMI pending by the P push takes the sequence over.
+NESLE_FN void cpu_push_and_vector(Nes& n, u8 b) {
+    FlatState& s = n.st;
     cpu_push(n, (u8)(s.cpu_pc >> 8));
     cpu_push(n, (u8)s.cpu_pc);
     u16 vector = IRQ_VECTOR;
@@ -161,12 +170,20 @@ NESLE_DEV void cpu_interrupt(Nes& n) {
         cpu_unsettle(n);
         vector = NMI_VECTOR;
     }
-    cpu_push(n, s.cpu_p | FLAG_U);
+    cpu_push(n, s.cpu_p | b | FLAG_U);
     s.cpu_p |= FLAG_I;
     cpu_unsettle(n);
     u8 lo = cpu_read(n, vector);
     u8 hi = cpu_read(n, vector + 1);
     s.cpu_pc = le16(lo, hi);
+}
+
+// The 7-cycle IRQ/NMI sequence; an NMI detected before the vector fetch takes it over.
+NESLE_DEV void cpu_interrupt(Nes& n) {
+    FlatState& s = n.st;
+    cpu_read(n, s.cpu_pc);
+    cpu_read(n, s.cpu_pc);
+    cpu_push_and_vector(n, 0);
 }
 
 // base + index with the dummy read of the un-carried address: always for writes and
@@ -510,11 +527,7 @@ NESLE_DEV void cpu_exec_rti_brk(Nes& n, u8 mn) {
     FlatState& s = n.st;
     switch (mn) {
         case MN_RTI: {
-            cpu_read(n, s.cpu_pc);
-            cpu_read(n, 0x100 | s.cpu_s);
-            u8 p = cpu_pull(n);
-            s.cpu_p = p & (u8)~(FLAG_B | FLAG_U);
-            cpu_unsettle(n);
+            cpu_plp(n);
             u8 lo = cpu_pull(n);
             u8 hi = cpu_pull(n);
             s.cpu_pc = le16(lo, hi);
@@ -522,20 +535,7 @@ NESLE_DEV void cpu_exec_rti_brk(Nes& n, u8 mn) {
         }
         case MN_BRK: {
             cpu_fetch(n);
-            cpu_push(n, (u8)(s.cpu_pc >> 8));
-            cpu_push(n, (u8)s.cpu_pc);
-            u16 vector = IRQ_VECTOR;
-            if (s.cpu_nmi_pending) {
-                s.cpu_nmi_pending = 0;
-                cpu_unsettle(n);
-                vector = NMI_VECTOR;
-            }
-            cpu_push(n, s.cpu_p | FLAG_B | FLAG_U);
-            s.cpu_p |= FLAG_I;
-            cpu_unsettle(n);
-            u8 lo = cpu_read(n, vector);
-            u8 hi = cpu_read(n, vector + 1);
-            s.cpu_pc = le16(lo, hi);
+            cpu_push_and_vector(n, FLAG_B);
             s.cpu_nmi_take = 0;  // an NMI seen during BRK's last cycles waits
             cpu_unsettle(n);
             break;
@@ -605,14 +605,7 @@ NESLE_DEV void cpu_exec_other(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
             s.cpu_a = cpu_pull(n);
             cpu_set_zn(s, s.cpu_a);
             break;
-        case MN_PLP: {
-            cpu_read(n, s.cpu_pc);
-            cpu_read(n, 0x100 | s.cpu_s);
-            u8 p = cpu_pull(n);
-            s.cpu_p = p & (u8)~(FLAG_B | FLAG_U);
-            cpu_unsettle(n);
-            break;
-        }
+        case MN_PLP: cpu_plp(n); break;
         case MN_JAM:
             s.cpu_fault = 1;
             s.cpu_fault_opcode = opcode;
