@@ -31,6 +31,9 @@ pub struct BatchConfig {
     /// for the steps queued before it but keeps the envs' own order without an indirection
     /// when all counts are equal (protocol A).
     pub regroup_on_device: bool,
+    /// Also regroup between the frames of a step (each step runs a launch a frame), when
+    /// regrouping is on and sorted on the device (experiment, kernel-notes #68).
+    pub regroup_frames: bool,
 }
 
 /// [`BatchConfig::regroup_every`]'s default: every step.
@@ -38,7 +41,7 @@ pub const REGROUP_EVERY: u32 = 1;
 
 impl Default for BatchConfig {
     fn default() -> BatchConfig {
-        BatchConfig { device: 0, pixels: false, regroup_every: REGROUP_EVERY, regroup_on_device: true }
+        BatchConfig { device: 0, pixels: false, regroup_every: REGROUP_EVERY, regroup_on_device: true, regroup_frames: false }
     }
 }
 
@@ -85,6 +88,8 @@ pub struct Batch {
     /// batch when it will sort on the device).
     regroup_on_device: bool,
     pairs: Option<CudaSlice<u64>>,
+    /// `BatchConfig::regroup_frames`, when it applies (regrouping on, sorted on the device).
+    regroup_frames: bool,
 }
 
 impl Batch {
@@ -140,7 +145,7 @@ impl Batch {
         let ran = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         let pairs = if sorts { Some(gpu.stream.alloc_zeros::<u64>(pair_count).map_err(|e| Error::Cuda(format!("{e:?}")))?) } else { None };
         gpu.synchronize()?;
-        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None, order: None, ran, regroup_every: config.regroup_every, steps: 0, regroup_on_device: config.regroup_on_device, pairs })
+        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None, order: None, ran, regroup_every: config.regroup_every, steps: 0, regroup_on_device: config.regroup_on_device, pairs, regroup_frames: sorts && config.regroup_frames })
     }
 
     pub fn n_envs(&self) -> usize {
@@ -192,6 +197,9 @@ impl Batch {
         }
         self.auto_regroup()?;
         for f in 0..frames {
+            if f > 0 && self.regroup_frames {
+                self.regroup_device_sort()?;
+            }
             self.launch_step_drawing(actions, 1, f + 1 == frames)?;
             self.gpu.gather_ram_at(&self.states, trace, f as usize * per_frame, self.n_envs, self.packing)?;
         }
@@ -212,6 +220,9 @@ impl Batch {
     /// 242k frames/s one frame per launch vs 188k four; docs/kernel-notes.md, row 13).
     fn launch_step(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32) -> Result<(), Error> {
         for f in 0..frames {
+            if f > 0 && self.regroup_frames {
+                self.regroup_device_sort()?;
+            }
             self.launch_step_drawing(actions, 1, f + 1 == frames)?;
         }
         Ok(())
@@ -247,7 +258,7 @@ impl Batch {
     fn auto_regroup(&mut self) -> Result<(), Error> {
         if regroup_due(self.regroup_every, self.n_envs, self.steps) {
             if self.regroup_on_device {
-                self.regroup_device()?;
+                self.regroup_device_sort()?;
             } else {
                 self.regroup()?;
             }
@@ -258,7 +269,7 @@ impl Batch {
 
     /// [`Batch::regroup`] on the device: the same order, queued on the stream (the kernel always
     /// reads the order then, even when it is the envs' own).
-    fn regroup_device(&mut self) -> Result<(), Error> {
+    pub fn regroup_device_sort(&mut self) -> Result<(), Error> {
         let err = |e| Error::Cuda(format!("{e:?}"));
         let mut pairs = match self.pairs.take() {
             Some(p) => p,
@@ -292,6 +303,14 @@ impl Batch {
         self.gpu.stream.memcpy_htod(order, &mut buf).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         self.order = Some(buf);
         Ok(())
+    }
+
+    /// The order the envs run in ([`Batch::set_order`]), or `None` for their own.
+    pub fn order_to_host(&self) -> Result<Option<Vec<u32>>, Error> {
+        let Some(order) = &self.order else { return Ok(None) };
+        let mut out = vec![0u32; self.n_envs];
+        self.gpu.stream.memcpy_dtoh(&order.slice(0..self.n_envs), &mut out).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+        Ok(Some(out))
     }
 
     /// Waits for all queued work.
@@ -494,6 +513,10 @@ mod tests {
                 .collect();
             let host = order_by_work(&ran).unwrap_or_else(|| (0..n as u32).collect());
             assert_eq!(crate::host::order_by_work(&ran), host, "{n} envs");
+            // Smaller tiles, so that these sizes also take the stages between tiles.
+            for tile in [2, 8, 64] {
+                assert_eq!(crate::launch::host_order(&ran, tile), host, "{n} envs in tiles of {tile}");
+            }
         }
     }
 

@@ -27,7 +27,7 @@ extern "C" {
     fn nesle_host_cpu_step(state: *mut FlatState, prg: *const u8, chr: *const u8);
     fn nesle_host_ppu_run(state: *mut FlatState, prg: *const u8, chr: *const u8, dots: u32, one_by_one: u32, pixels: *mut u8);
     fn nesle_host_status_bound(state: *const FlatState, prg: *const u8, chr: *const u8) -> u32;
-    fn nesle_host_order(ran: *const u32, pairs: *mut u64, order: *mut u32, n: u32, padded: u32);
+    fn nesle_host_order(ran: *const u32, pairs: *mut u64, order: *mut u32, n: u32, padded: u32, tile: u32);
 }
 
 /// Runs the host build of `nesle_step` over `states` packed as a GPU batch packs them (so the
@@ -130,16 +130,19 @@ pub(crate) fn host_ppu_run(state: &mut FlatState, rom: &RomImage, dots: u32, one
     unsafe { nesle_host_ppu_run(state, rom.prg.as_ptr(), chr, dots, one_by_one as u32, px) }
 }
 
-/// The host build of the device's regrouping sort (kernels/order.cuh): the envs in order of
-/// `ran`, ties in env order.
-pub(crate) fn host_order(ran: &[u32]) -> Vec<u32> {
+/// The host build of the device's regrouping sort (kernels/order.cuh), with the device's
+/// schedule and tiles of `tile` pairs (a power of two; the device's is `ORDER_TILE`): the envs
+/// in order of `ran`, ties in env order.
+pub(crate) fn host_order(ran: &[u32], tile: usize) -> Vec<u32> {
+    assert!(tile.is_power_of_two(), "tile {tile}");
     let n = ran.len();
     let padded = n.next_power_of_two();
     let mut pairs = vec![0u64; padded];
     let mut order = vec![0u32; n];
     // SAFETY: `ran` and `order` hold n entries and `pairs` padded ones, as nesle_host_order
-    // reads and writes them; it keeps no pointer.
-    unsafe { nesle_host_order(ran.as_ptr(), pairs.as_mut_ptr(), order.as_mut_ptr(), n as u32, padded as u32) };
+    // reads and writes them (tiles of a power of two divide `padded` or hold all of it); it
+    // keeps no pointer.
+    unsafe { nesle_host_order(ran.as_ptr(), pairs.as_mut_ptr(), order.as_mut_ptr(), n as u32, padded as u32, tile as u32) };
     order
 }
 
@@ -223,6 +226,9 @@ fn step_grid(n: usize, block: u32, sms: u32, per_sm: u32) -> LaunchConfig {
 fn cuda(e: DriverError) -> Error {
     Error::Cuda(format!("{e:?}"))
 }
+
+/// kernels/order.cuh's `ORDER_TILE`: the pairs one block of `nesle_order_tiles` sorts.
+pub(crate) const ORDER_TILE: usize = 1024;
 
 fn grid(n: usize) -> LaunchConfig {
     grid_of(n, BLOCK)
@@ -366,7 +372,7 @@ pub(crate) struct Gpu {
     reset: CudaFunction,
     gather_ram: CudaFunction,
     gray84: CudaFunction,
-    order_pairs: CudaFunction,
+    order_tiles: CudaFunction,
     order_stage: CudaFunction,
     order_out: CudaFunction,
     /// Streaming multiprocessors (the step grid's cap is per SM).
@@ -417,7 +423,7 @@ impl Gpu {
             reset: f("nesle_reset_from_bank")?,
             gather_ram: f("nesle_gather_ram")?,
             gray84: f("nesle_gray84")?,
-            order_pairs: f("nesle_order_pairs")?,
+            order_tiles: f("nesle_order_tiles")?,
             order_stage: f("nesle_order_stage")?,
             order_out: f("nesle_order_out")?,
             ctx,
@@ -623,8 +629,9 @@ impl Gpu {
     }
 
     /// The envs in order of `ran` into `order`, on the device (kernels/order.cuh): a bitonic
-    /// network over `pairs` (n_envs rounded up to a power of two), one launch a stage, queued
-    /// on the stream with nothing for the host to wait on.
+    /// network over `pairs` (n_envs rounded up to a power of two), the stages inside tiles of
+    /// `ORDER_TILE` pairs in shared memory, the others a launch each; queued on the stream with
+    /// nothing for the host to wait on.
     pub(crate) fn order_by_work(
         &self,
         ran: &CudaSlice<u32>,
@@ -640,15 +647,12 @@ impl Gpu {
             return Ok(());
         }
         let (n, p) = (n_envs as u32, padded as u32);
-        let mut b = self.stream.launch_builder(&self.order_pairs);
-        b.arg(ran).arg(&mut *pairs).arg(&n).arg(&p);
-        // SAFETY: matches `nesle_order_pairs(const u32*, u64*, u32, u32)`; `ran` holds n and
-        // `pairs` padded entries (checked); each thread writes its own pair.
-        unsafe { b.launch(grid(padded)) }.map_err(cuda)?;
-        let mut k = 2u32;
+        let size = padded.min(ORDER_TILE) as u32;
+        self.order_tiles(ran, pairs, n, 0, size)?;
+        let mut k = size * 2;
         while k <= p {
             let mut j = k >> 1;
-            while j > 0 {
+            while j >= size {
                 let mut b = self.stream.launch_builder(&self.order_stage);
                 b.arg(&mut *pairs).arg(&j).arg(&k).arg(&p);
                 // SAFETY: matches `nesle_order_stage(u64*, u32, u32, u32)`; `pairs` holds
@@ -657,12 +661,28 @@ impl Gpu {
                 unsafe { b.launch(grid(padded)) }.map_err(cuda)?;
                 j >>= 1;
             }
+            self.order_tiles(ran, pairs, n, k, size)?;
             k <<= 1;
         }
         let mut b = self.stream.launch_builder(&self.order_out);
         b.arg(&*pairs).arg(order).arg(&n);
         // SAFETY: matches `nesle_order_out(const u64*, u32*, u32)`; lengths checked above.
         unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
+        Ok(())
+    }
+
+    /// `nesle_order_tiles` over all of `pairs` in blocks of `size` (a power of two, at most
+    /// `ORDER_TILE`, dividing `pairs.len()`, checked by [`Gpu::order_by_work`]).
+    fn order_tiles(&self, ran: &CudaSlice<u32>, pairs: &mut CudaSlice<u64>, n: u32, k: u32, size: u32) -> Result<(), Error> {
+        let padded = pairs.len();
+        let mut b = self.stream.launch_builder(&self.order_tiles);
+        b.arg(ran).arg(pairs).arg(&n).arg(&k);
+        // SAFETY: matches `nesle_order_tiles(const u32*, u64*, u32, u32)`; `ran` holds n and
+        // `pairs` padded entries (checked by the caller); blocks of `size` threads (at most
+        // ORDER_TILE, the kernel's shared array) cover the padded pairs exactly, and a thread
+        // reads `ran` only below n; inside a block only the lower index of each exchanged pair
+        // writes, with a barrier between stages.
+        unsafe { b.launch(grid_of(padded, size)) }.map_err(cuda)?;
         Ok(())
     }
 

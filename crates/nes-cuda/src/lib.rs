@@ -103,7 +103,7 @@ pub mod host {
     /// order, by the sorting network the GPU runs when it regroups on the device
     /// ([`crate::BatchConfig::regroup_on_device`]).
     pub fn order_by_work(ran: &[u32]) -> Vec<u32> {
-        launch::host_order(ran)
+        launch::host_order(ran, launch::ORDER_TILE)
     }
 
     /// The number of dots from now within which the PPU's `$2002` bits (5-7) cannot change,
