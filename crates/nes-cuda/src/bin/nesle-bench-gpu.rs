@@ -14,6 +14,8 @@
 //!   `--regroup-on-host` read back and sorted on the host, `BatchConfig::regroup_on_device`),
 //!   or (experiment) with `--regroup-by phase` of SMB's game phase (`Batch::set_order`, sorted
 //!   on the host from every env's RAM; that time is reported apart, `regroup_s`).
+//!   `--regroup-frames`: also between the frames of a step (`BatchConfig::regroup_frames`).
+//!   After the warm-up the device sort's order is checked once against a sort on the host.
 //! Parity: `nesle-bench-gpu --parity N [--steps S] [--frameskip F] [--press-start K]
 //!   [--rom PATH | --test-roms DIR]`: N envs of random inputs on the GPU (the first K steps: Start
 //!   at random instead); after every step every env's FlatState must equal nes-core's. With
@@ -51,6 +53,8 @@ struct Args {
     regroup_by_phase: bool,
     /// `--regroup-on-host`.
     regroup_on_host: bool,
+    /// `--regroup-frames`.
+    regroup_frames: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -71,6 +75,7 @@ fn parse_args() -> Result<Args, String> {
         regroup: None,
         regroup_by_phase: false,
         regroup_on_host: false,
+        regroup_frames: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -95,6 +100,7 @@ fn parse_args() -> Result<Args, String> {
             "--test-roms" => a.test_roms = Some(PathBuf::from(val()?)),
             "--regroup" => a.regroup = Some(num(val()?)?),
             "--regroup-on-host" => a.regroup_on_host = true,
+            "--regroup-frames" => a.regroup_frames = true,
             "--regroup-by" => {
                 a.regroup_by_phase = match val()?.as_str() {
                     "phase" => true,
@@ -167,7 +173,13 @@ fn bench(a: &Args) -> Result<(), String> {
             let regroup = a.regroup.unwrap_or(REGROUP_EVERY as usize);
             // By instructions the batch regroups by itself; by phase the loop below does it.
             let every = if a.regroup_by_phase { 0 } else { regroup as u32 };
-            let cfg = BatchConfig { device: a.device, pixels: a.pixels, regroup_every: every, regroup_on_device: !a.regroup_on_host };
+            let cfg = BatchConfig {
+                device: a.device,
+                pixels: a.pixels,
+                regroup_every: every,
+                regroup_on_device: !a.regroup_on_host,
+                regroup_frames: a.regroup_frames,
+            };
             let mut batch = match Batch::with_state(image, n, cfg, &start) {
                 Ok(b) => b,
                 Err(e @ Error::OutOfMemory { .. }) => {
@@ -219,6 +231,9 @@ fn bench(a: &Args) -> Result<(), String> {
                 Ok((t.elapsed().as_secs_f64(), chunks, regroup_s, gray_s))
             };
             run(&mut batch, a.warmup, "warm-up")?;
+            if !a.regroup_on_host {
+                check_device_sort(&mut batch)?;
+            }
             let (wall, chunks, regroup_s, gray_s) = run(&mut batch, a.steps, "timed")?;
             let chunk_rates = chunks.iter().map(|r| format!("{r:.1}")).collect::<Vec<_>>().join(", ");
             let rate = (n * a.steps) as f64 / wall;
@@ -233,9 +248,10 @@ fn bench(a: &Args) -> Result<(), String> {
             println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}{regrouped}{grayed}", p, n, a.pixels, rate, wall,
                 if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
             rows.push(format!(
-                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}}}",
+                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_frames\": {}, \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}}}",
                 a.pixels, a.steps, a.warmup, a.frameskip, regroup,
-                if a.regroup_by_phase { "phase" } else if a.regroup_on_host { "instructions, on the host" } else { "instructions, on the device" }
+                if a.regroup_by_phase { "phase" } else if a.regroup_on_host { "instructions, on the host" } else { "instructions, on the device" },
+                a.regroup_frames
             ));
         }
     }
@@ -265,6 +281,20 @@ fn regroup_by_phase(batch: &mut Batch) -> Result<(), String> {
     batch.synchronize().map_err(|e| e.to_string())
 }
 
+/// Sorts the envs on the device by their last frame's instructions
+/// (`Batch::regroup_device_sort`) and checks the order against a sort on the host.
+fn check_device_sort(batch: &mut Batch) -> Result<(), String> {
+    let ran = batch.instructions_to_host().map_err(|e| e.to_string())?;
+    batch.regroup_device_sort().map_err(|e| e.to_string())?;
+    let got = batch.order_to_host().map_err(|e| e.to_string())?;
+    let mut want: Vec<u32> = (0..ran.len() as u32).collect();
+    want.sort_by_key(|&e| (ran[e as usize], e));
+    match got {
+        Some(got) if got == want => Ok(()),
+        _ => Err(format!("the device sort of {} envs differs from the host's", ran.len())),
+    }
+}
+
 /// Runs `n` envs of `rom` on the GPU and on nes-core; compares every state after each step.
 fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<String, String> {
     let image = RomImage::new(rom).map_err(|e| e.to_string())?;
@@ -272,7 +302,13 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
     // A random order every K steps (`--regroup K`) in place of the batch's own regrouping.
     let shuffle_every = a.regroup.unwrap_or(0);
     let every = if a.regroup.is_some() { 0 } else { REGROUP_EVERY };
-    let config = BatchConfig { device: a.device, pixels: false, regroup_every: every, regroup_on_device: !a.regroup_on_host };
+    let config = BatchConfig {
+        device: a.device,
+        pixels: false,
+        regroup_every: every,
+        regroup_on_device: !a.regroup_on_host,
+        regroup_frames: a.regroup_frames,
+    };
     let mut batch = Batch::with_state(image.clone(), n, config, &start)
         .map_err(|e| e.to_string())?;
     let mut cores: Vec<Console> = (0..n).map(|_| Console::new(rom).unwrap()).collect();
@@ -302,6 +338,9 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
                 }
             })
             .collect();
+        if shuffle_every == 0 && !a.regroup_on_host {
+            check_device_sort(&mut batch).map_err(|e| format!("{label}: step {step}: {e}"))?;
+        }
         batch.step(&actions, a.frameskip).map_err(|e| e.to_string())?;
         let chunk = n.div_ceil(threads);
         std::thread::scope(|s| {
