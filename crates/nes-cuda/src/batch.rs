@@ -32,7 +32,8 @@ pub struct BatchConfig {
     /// when all counts are equal (protocol A).
     pub regroup_on_device: bool,
     /// Also regroup between the frames of a step (each step runs a launch a frame), when
-    /// regrouping is on and sorted on the device (experiment, kernel-notes #68).
+    /// regrouping is on and sorted on the device (the default; protocol B on an H200 +5.8%,
+    /// kernel-notes #68).
     pub regroup_frames: bool,
 }
 
@@ -41,7 +42,7 @@ pub const REGROUP_EVERY: u32 = 1;
 
 impl Default for BatchConfig {
     fn default() -> BatchConfig {
-        BatchConfig { device: 0, pixels: false, regroup_every: REGROUP_EVERY, regroup_on_device: true, regroup_frames: false }
+        BatchConfig { device: 0, pixels: false, regroup_every: REGROUP_EVERY, regroup_on_device: true, regroup_frames: true }
     }
 }
 

@@ -14,7 +14,8 @@
 //!   `--regroup-on-host` read back and sorted on the host, `BatchConfig::regroup_on_device`),
 //!   or (experiment) with `--regroup-by phase` of SMB's game phase (`Batch::set_order`, sorted
 //!   on the host from every env's RAM; that time is reported apart, `regroup_s`).
-//!   `--regroup-frames`: also between the frames of a step (`BatchConfig::regroup_frames`).
+//!   The batch regroups between the frames of a step too (`BatchConfig::regroup_frames`)
+//!   unless `--no-regroup-frames`.
 //!   After the warm-up the device sort's order is checked once against a sort on the host.
 //! Parity: `nesle-bench-gpu --parity N [--steps S] [--frameskip F] [--press-start K]
 //!   [--rom PATH | --test-roms DIR]`: N envs of random inputs on the GPU (the first K steps: Start
@@ -53,7 +54,7 @@ struct Args {
     regroup_by_phase: bool,
     /// `--regroup-on-host`.
     regroup_on_host: bool,
-    /// `--regroup-frames`.
+    /// Not `--no-regroup-frames`.
     regroup_frames: bool,
 }
 
@@ -75,7 +76,7 @@ fn parse_args() -> Result<Args, String> {
         regroup: None,
         regroup_by_phase: false,
         regroup_on_host: false,
-        regroup_frames: false,
+        regroup_frames: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -100,7 +101,7 @@ fn parse_args() -> Result<Args, String> {
             "--test-roms" => a.test_roms = Some(PathBuf::from(val()?)),
             "--regroup" => a.regroup = Some(num(val()?)?),
             "--regroup-on-host" => a.regroup_on_host = true,
-            "--regroup-frames" => a.regroup_frames = true,
+            "--no-regroup-frames" => a.regroup_frames = false,
             "--regroup-by" => {
                 a.regroup_by_phase = match val()?.as_str() {
                     "phase" => true,
