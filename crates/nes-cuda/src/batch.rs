@@ -31,9 +31,9 @@ pub struct BatchConfig {
     /// for the steps queued before it but keeps the envs' own order without an indirection
     /// when all counts are equal (protocol A).
     pub regroup_on_device: bool,
-    /// Also regroup between the frames of a step (each step runs a launch a frame), when
-    /// regrouping is on and sorted on the device (the default; protocol B on an H200 +5.8%,
-    /// kernel-notes #68).
+    /// A step that regroups (every `regroup_every`-th) regroups between its frames too (each
+    /// frame is a launch of its own), when sorted on the device (the default; protocol B on an
+    /// H200 +5.8%, kernel-notes #68).
     pub regroup_frames: bool,
 }
 
@@ -169,8 +169,8 @@ impl Batch {
             return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), self.n_envs)));
         }
         self.gpu.upload(actions, &mut self.actions, 0)?;
-        self.auto_regroup()?;
-        self.launch_step(None, frames)
+        let regrouped = self.auto_regroup()?;
+        self.launch_step(None, frames, regrouped)
     }
 
     /// Like [`Batch::step`] with actions already on the device (`n_envs` bytes).
@@ -178,8 +178,8 @@ impl Batch {
         if actions.len() < self.n_envs {
             return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), self.n_envs)));
         }
-        self.auto_regroup()?;
-        self.launch_step(Some(actions), frames)
+        let regrouped = self.auto_regroup()?;
+        self.launch_step(Some(actions), frames, regrouped)
     }
 
     /// Like [`Batch::step`], recording every env's work RAM after every frame into `trace`:
@@ -196,9 +196,9 @@ impl Batch {
                 frames as usize * per_frame
             )));
         }
-        self.auto_regroup()?;
+        let regrouped = self.auto_regroup()?;
         for f in 0..frames {
-            if f > 0 && self.regroup_frames {
+            if f > 0 && regrouped && self.regroup_frames {
                 self.regroup_device_sort()?;
             }
             self.launch_step_drawing(actions, 1, f + 1 == frames)?;
@@ -219,9 +219,11 @@ impl Batch {
     /// threads start the next frame together; inside one multi-frame launch they drift apart
     /// and a warp runs different parts of the frame one after the other (protocol B on an H200:
     /// 242k frames/s one frame per launch vs 188k four; docs/kernel-notes.md, row 13).
-    fn launch_step(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32) -> Result<(), Error> {
+    /// `regrouped`: this step regrouped first, so it regroups between its frames too
+    /// (`BatchConfig::regroup_frames`).
+    fn launch_step(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32, regrouped: bool) -> Result<(), Error> {
         for f in 0..frames {
-            if f > 0 && self.regroup_frames {
+            if f > 0 && regrouped && self.regroup_frames {
                 self.regroup_device_sort()?;
             }
             self.launch_step_drawing(actions, 1, f + 1 == frames)?;
@@ -256,8 +258,10 @@ impl Batch {
 
     /// [`BatchConfig::regroup_every`]: regroups before every k-th step (not the first: no
     /// instructions have run yet). One warp's worth of envs or fewer has nothing to regroup.
-    fn auto_regroup(&mut self) -> Result<(), Error> {
-        if regroup_due(self.regroup_every, self.n_envs, self.steps) {
+    /// Whether it regrouped.
+    fn auto_regroup(&mut self) -> Result<bool, Error> {
+        let due = regroup_due(self.regroup_every, self.n_envs, self.steps);
+        if due {
             if self.regroup_on_device {
                 self.regroup_device_sort()?;
             } else {
@@ -265,7 +269,7 @@ impl Batch {
             }
         }
         self.steps += 1;
-        Ok(())
+        Ok(due)
     }
 
     /// [`Batch::regroup`] on the device: the same order, queued on the stream (the kernel always
