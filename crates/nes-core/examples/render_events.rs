@@ -29,16 +29,9 @@ const WATCHED: [&str; 10] = [
 ];
 const PRE_RENDER: u16 = 261;
 
-/// xorshift32, as the GPU benchmark draws its actions.
-struct Rng(u32);
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 17;
-        self.0 ^= self.0 << 5;
-        self.0
-    }
-}
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
 
 /// The byte ranges of the watched fields in a flat state.
 fn watched_ranges() -> Vec<(&'static str, std::ops::Range<usize>)> {

@@ -31,16 +31,9 @@ const SIMPLE_MOVEMENT: [u8; 7] = [0x00, 0x80, 0x81, 0x82, 0x83, 0x01, 0x40];
 const START: u8 = 0x08;
 const WARP: usize = 32;
 
-/// xorshift32, as the GPU benchmark draws its actions.
-struct Rng(u32);
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 17;
-        self.0 ^= self.0 << 5;
-        self.0
-    }
-}
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
 
 /// One executed instruction: its address and opcode.
 #[derive(Clone, Copy, PartialEq, Eq)]

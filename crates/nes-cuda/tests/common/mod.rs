@@ -1,13 +1,6 @@
-//! What the kernel tests share.
+//! What the kernel tests share: the seeded input generator of nes-core's examples (the GPU
+//! benchmark draws its actions with the same xorshift32).
 
-/// xorshift32: a tiny seeded RNG, identical on every platform (the GPU benchmark draws its
-/// actions with the same).
-pub struct Rng(pub u32);
-impl Rng {
-    pub fn next(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 17;
-        self.0 ^= self.0 << 5;
-        self.0
-    }
-}
+#[path = "../../../nes-core/examples/common/rng.rs"]
+mod rng;
+pub use rng::Rng;
