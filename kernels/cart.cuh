@@ -257,6 +257,9 @@ NESLE_FN u8 cart_cpu_read(Nes& n, u16 addr, u8 open) {
 NESLE_FN void cart_cpu_write(Nes& n, u16 addr, u8 v, u64 cycle) {
     FlatState& s = n.st;
     if (addr >= 0x8000) {
+#ifdef NESLE_PPU_LOG
+        ppu_log(n, PPU_EVENT_CART, addr, v, cycle);
+#endif
         mapper_write_register(n, addr, v, cycle);
     } else if (addr >= 0x6000 && s.cart_prg_ram_size > 0 && s.cart_prg_ram_enabled && s.cart_prg_ram_writable) {
         n.prg_ram[(u32)(addr - 0x6000) % s.cart_prg_ram_size] = v;

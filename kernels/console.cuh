@@ -20,6 +20,9 @@ NESLE_FN void nes_init(Nes& n, const u8* prg, const u8* chr) {
     n.prg = prg;
     n.chr = chr;
     n.pixels = nullptr;
+#ifdef NESLE_PPU_LOG
+    n.log = nullptr;
+#endif
     n.prg_ram = state->cart_prg_ram;
     u64 now = state->bus_cycles;
     n.ppu_done = 3 * now;

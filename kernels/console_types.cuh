@@ -72,7 +72,42 @@ struct Nes {
     // `Nes` is a thread-local variable, so every field is a local load at a fixed offset from it,
     // with no pointer to load first and no generic address to convert (kernel-notes #30).
     FlatState st;
+#ifdef NESLE_PPU_LOG
+    // The CPU's PPU and mapper register accesses of this frame, for drawing it afterwards by
+    // replaying the PPU alone (kernels/replay.cuh); null: none logged.
+    struct PpuLog* log;
+#endif
 };
+
+#ifdef NESLE_PPU_LOG
+// One access: the PPU's dot clock when it took effect (the PPU may stand behind the CPU then,
+// and the replay applies it at the same dot), the bus cycle (mapper writes), address, value.
+struct PpuEvent {
+    u64 dot;
+    u64 cycle;
+    u16 addr;
+    u8 value;
+    u8 kind;  // PPU_EVENT_*
+};
+#define PPU_EVENT_READ 0
+#define PPU_EVENT_WRITE 1
+#define PPU_EVENT_CART 2
+struct PpuLog {
+    PpuEvent* events;
+    u32 count;
+    u32 capacity;
+    bool overflow;
+};
+NESLE_FN void ppu_log(Nes& n, u8 kind, u16 addr, u8 value, u64 cycle) {
+    PpuLog* l = n.log;
+    if (!l) return;
+    if (l->count == l->capacity) {
+        l->overflow = true;
+        return;
+    }
+    l->events[l->count++] = PpuEvent{n.st.ppu_dot_clock, cycle, addr, value, kind};
+}
+#endif
 
 // A `Nes::settled` value no lines byte (bits 0-1) can equal (nes-core `UNSETTLED`).
 #define CPU_UNSETTLED 0xff

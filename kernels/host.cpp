@@ -2,8 +2,10 @@
 // the same .cuh sources, with host_shim.h defining the CUDA qualifiers away.
 #include "host_shim.h"
 #include "types.h"
+#define NESLE_PPU_LOG 1
 #include "console.cuh"
-#include "order.cuh"  // nesle_host_order
+#include "order.cuh"   // nesle_host_order
+#include "replay.cuh"  // nesle_host_replay_check
 
 // nesle_step's body over packed states, one thread slot after the other (launch-local copy
 // unpacked from and packed back to `states + env * stride`; `order` and `ran` as in nesle_step).

@@ -1301,6 +1301,9 @@ NESLE_FN void ppu_write_oam_data(FlatState& s, u8 v) {
 // A CPU read of $2000-$3FFF.
 NESLE_DEV u8 ppu_cpu_read(Nes& n, u16 addr) {
     FlatState& s = n.st;
+#ifdef NESLE_PPU_LOG
+    ppu_log(n, PPU_EVENT_READ, addr, 0, 0);
+#endif
     u8 value;
     switch (addr & 7) {
         case 2:
@@ -1332,6 +1335,9 @@ NESLE_DEV u8 ppu_cpu_read(Nes& n, u16 addr) {
 // A CPU write of $2000-$3FFF.
 NESLE_DEV void ppu_cpu_write(Nes& n, u16 addr, u8 v) {
     FlatState& s = n.st;
+#ifdef NESLE_PPU_LOG
+    ppu_log(n, PPU_EVENT_WRITE, addr, v, 0);
+#endif
     s.ppu_io_latch = v;
     switch (addr & 7) {
         case 0:

@@ -27,6 +27,7 @@ extern "C" {
     fn nesle_host_cpu_step(state: *mut FlatState, prg: *const u8, chr: *const u8);
     fn nesle_host_ppu_run(state: *mut FlatState, prg: *const u8, chr: *const u8, dots: u32, one_by_one: u32, pixels: *mut u8);
     fn nesle_host_status_bound(state: *const FlatState, prg: *const u8, chr: *const u8) -> u32;
+    fn nesle_host_replay_check(state: *mut FlatState, prg: *const u8, chr: *const u8, reference: *mut u8, replayed: *mut u8) -> i32;
     fn nesle_host_order(ran: *const u32, pairs: *mut u64, order: *mut u32, n: u32, padded: u32, tile: u32);
 }
 
@@ -144,6 +145,17 @@ pub(crate) fn host_order(ran: &[u32], tile: usize) -> Vec<u32> {
     // keeps no pointer.
     unsafe { nesle_host_order(ran.as_ptr(), pairs.as_mut_ptr(), order.as_mut_ptr(), n as u32, padded as u32, tile as u32) };
     order
+}
+
+/// One frame of `state` drawn as the step kernel draws it and drawn by replaying its logged PPU
+/// accesses (kernels/replay.cuh); `state` goes on by the frame. Returns the events logged, or
+/// -1 (log overflow), -2 (the logged run ended elsewhere than the drawn one).
+pub(crate) fn host_replay_check(state: &mut FlatState, rom: &RomImage, reference: &mut [u8], replayed: &mut [u8]) -> i32 {
+    assert!(reference.len() == crate::PIXELS_PER_ENV && replayed.len() == crate::PIXELS_PER_ENV);
+    let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
+    // SAFETY: one unpacked state of this ROM (the caller's), two 256x240 pictures; the C++ code
+    // keeps no pointer.
+    unsafe { nesle_host_replay_check(state, rom.prg.as_ptr(), chr, reference.as_mut_ptr(), replayed.as_mut_ptr()) }
 }
 
 /// The host build's `ppu_dots_to_status_change` for one console.

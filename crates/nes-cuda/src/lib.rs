@@ -99,6 +99,12 @@ pub mod host {
         Ok(())
     }
 
+    /// One frame drawn twice: as the step kernel draws it and by replaying the PPU from the
+    /// frame's logged accesses (kernels/replay.cuh). See `launch::host_replay_check`.
+    pub fn replay_check(state: &mut FlatState, rom: &RomImage, reference: &mut [u8], replayed: &mut [u8]) -> i32 {
+        launch::host_replay_check(state, rom, reference, replayed)
+    }
+
     /// The envs in order of `ran` (each env's instructions in its last frame), ties in env
     /// order, by the sorting network the GPU runs when it regroups on the device
     /// ([`crate::BatchConfig::regroup_on_device`]).
