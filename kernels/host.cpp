@@ -2,7 +2,7 @@
 // the same .cuh sources, with host_shim.h defining the CUDA qualifiers away.
 #include "host_shim.h"
 #include "types.h"
-#define NESLE_PPU_LOG 1
+#define NESLE_PPU_LOG 1  // the frame log kernels/replay.cuh replays (host only so far: kernel-notes #69)
 #include "console.cuh"
 #include "order.cuh"   // nesle_host_order
 #include "replay.cuh"  // nesle_host_replay_check
