@@ -198,9 +198,7 @@ impl Batch {
         }
         let regrouped = self.auto_regroup()?;
         for f in 0..frames {
-            if f > 0 && regrouped && self.regroup_frames {
-                self.regroup_device_sort()?;
-            }
+            self.regroup_before_frame(f, regrouped)?;
             self.launch_step_drawing(actions, 1, f + 1 == frames)?;
             self.gpu.gather_ram_at(&self.states, trace, f as usize * per_frame, self.n_envs, self.packing)?;
         }
@@ -219,14 +217,20 @@ impl Batch {
     /// threads start the next frame together; inside one multi-frame launch they drift apart
     /// and a warp runs different parts of the frame one after the other (protocol B on an H200:
     /// 242k frames/s one frame per launch vs 188k four; docs/kernel-notes.md, row 13).
-    /// `regrouped`: this step regrouped first, so it regroups between its frames too
-    /// (`BatchConfig::regroup_frames`).
+    /// `regrouped`: this step regrouped first (`auto_regroup`).
     fn launch_step(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32, regrouped: bool) -> Result<(), Error> {
         for f in 0..frames {
-            if f > 0 && regrouped && self.regroup_frames {
-                self.regroup_device_sort()?;
-            }
+            self.regroup_before_frame(f, regrouped)?;
             self.launch_step_drawing(actions, 1, f + 1 == frames)?;
+        }
+        Ok(())
+    }
+
+    /// [`BatchConfig::regroup_frames`]: a step that regrouped first regroups again before each
+    /// of its frames after the first.
+    fn regroup_before_frame(&mut self, frame: u32, regrouped: bool) -> Result<(), Error> {
+        if frame > 0 && regrouped && self.regroup_frames {
+            self.regroup_device_sort()?;
         }
         Ok(())
     }
@@ -517,9 +521,9 @@ mod tests {
                 })
                 .collect();
             let host = order_by_work(&ran).unwrap_or_else(|| (0..n as u32).collect());
-            assert_eq!(crate::host::order_by_work(&ran), host, "{n} envs");
-            // Smaller tiles, so that these sizes also take the stages between tiles.
-            for tile in [2, 8, 64] {
+            // The device's tiles, and smaller ones so that these sizes also take the stages
+            // between tiles.
+            for tile in [launch::ORDER_TILE, 2, 8, 64] {
                 assert_eq!(crate::launch::host_order(&ran, tile), host, "{n} envs in tiles of {tile}");
             }
         }

@@ -28,6 +28,7 @@ extern "C" {
     fn nesle_host_ppu_run(state: *mut FlatState, prg: *const u8, chr: *const u8, dots: u32, one_by_one: u32, pixels: *mut u8);
     fn nesle_host_status_bound(state: *const FlatState, prg: *const u8, chr: *const u8) -> u32;
     fn nesle_host_replay_check(state: *mut FlatState, prg: *const u8, chr: *const u8, reference: *mut u8, replayed: *mut u8) -> i32;
+    #[cfg(test)]
     fn nesle_host_order(ran: *const u32, pairs: *mut u64, order: *mut u32, n: u32, padded: u32, tile: u32);
 }
 
@@ -134,6 +135,7 @@ pub(crate) fn host_ppu_run(state: &mut FlatState, rom: &RomImage, dots: u32, one
 /// The host build of the device's regrouping sort (kernels/order.cuh), with the device's
 /// schedule and tiles of `tile` pairs (a power of two; the device's is `ORDER_TILE`): the envs
 /// in order of `ran`, ties in env order.
+#[cfg(test)]
 pub(crate) fn host_order(ran: &[u32], tile: usize) -> Vec<u32> {
     assert!(tile.is_power_of_two(), "tile {tile}");
     let n = ran.len();

@@ -105,13 +105,6 @@ pub mod host {
         launch::host_replay_check(state, rom, reference, replayed)
     }
 
-    /// The envs in order of `ran` (each env's instructions in its last frame), ties in env
-    /// order, by the sorting network the GPU runs when it regroups on the device
-    /// ([`crate::BatchConfig::regroup_on_device`]).
-    pub fn order_by_work(ran: &[u32]) -> Vec<u32> {
-        launch::host_order(ran, launch::ORDER_TILE)
-    }
-
     /// The number of dots from now within which the PPU's `$2002` bits (5-7) cannot change,
     /// as the kernels' bus trusts it to answer a read without catching the PPU up
     /// (`ppu_dots_to_status_change`): the kernels' PPU tests check it against ticking.
