@@ -254,13 +254,30 @@ NESLE_FN u8 cart_cpu_read(Nes& n, u16 addr, u8 open) {
     return open;
 }
 
+// A mapper write on the drawn frame: one that changes what the PPU reads (a CHR bank, the
+// mirroring) while the frame is drawn leaves it to be drawn again (kernels/lines.cuh).
+NESLE_DEV void cart_write_logged(Nes& n, u16 addr, u8 v, u64 cycle) {
+    FlatState& s = n.st;
+    u32 map[8];
+    for (u32 i = 0; i < 8; i++) map[i] = s.cart_chr_map[i];
+    u8 mirroring = s.cart_mirroring;
+    mapper_write_register(n, addr, v, cycle);
+    bool same = mirroring == s.cart_mirroring;
+    for (u32 i = 0; i < 8; i++) same = same && map[i] == s.cart_chr_map[i];
+    if (!same) lines_log_redraw(n);
+}
+
 NESLE_FN void cart_cpu_write(Nes& n, u16 addr, u8 v, u64 cycle) {
     FlatState& s = n.st;
     if (addr >= 0x8000) {
 #ifdef NESLE_PPU_LOG
         ppu_log(n, PPU_EVENT_CART, addr, v, cycle);
 #endif
-        mapper_write_register(n, addr, v, cycle);
+        if (n.line_log) {
+            cart_write_logged(n, addr, v, cycle);
+        } else {
+            mapper_write_register(n, addr, v, cycle);
+        }
     } else if (addr >= 0x6000 && s.cart_prg_ram_size > 0 && s.cart_prg_ram_enabled && s.cart_prg_ram_writable) {
         n.prg_ram[(u32)(addr - 0x6000) % s.cart_prg_ram_size] = v;
     }
@@ -275,17 +292,19 @@ NESLE_FN u32 cart_chr_offset(const FlatState& s, u16 addr) {
     return s.cart_chr_map[(addr >> 10) & 7] + (addr & 0x3ff);
 }
 
-NESLE_FN u32 cart_nametable_offset(const FlatState& s, u16 addr) {
-    u32 table = (addr >> 10) & 3;
-    u32 page;
-    switch (s.cart_mirroring) {
-        case MIR_HORIZONTAL: page = table >> 1; break;
-        case MIR_VERTICAL: page = table & 1; break;
-        case MIR_SINGLE_LOW: page = 0; break;
-        case MIR_SINGLE_HIGH: page = 1; break;
-        default: page = table; break;
+// The 1 KiB page of CIRAM that nametable `table` (0-3) shows under `mirroring`.
+NESLE_FN u32 cart_nametable_page(u8 mirroring, u32 table) {
+    switch (mirroring) {
+        case MIR_HORIZONTAL: return table >> 1;
+        case MIR_VERTICAL: return table & 1;
+        case MIR_SINGLE_LOW: return 0;
+        case MIR_SINGLE_HIGH: return 1;
+        default: return table;
     }
-    return page * 0x400 + (addr & 0x3ff);
+}
+
+NESLE_FN u32 cart_nametable_offset(const FlatState& s, u16 addr) {
+    return cart_nametable_page(s.cart_mirroring, (addr >> 10) & 3) * 0x400 + (addr & 0x3ff);
 }
 
 NESLE_FN u8 cart_ppu_read(Nes& n, u16 addr, u64 dot) {

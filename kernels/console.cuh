@@ -20,6 +20,7 @@ NESLE_FN void nes_init(Nes& n, const u8* prg, const u8* chr) {
     n.prg = prg;
     n.chr = chr;
     n.pixels = nullptr;
+    n.line_log = nullptr;
 #ifdef NESLE_PPU_LOG
     n.log = nullptr;
 #endif
@@ -137,6 +138,30 @@ NESLE_FN bool nes_frame_step(Nes& n, u32& steps) {
 // rounds, skipped iterations not counted): a measure of the frame's work for regrouping (#21).
 // A thread without an env (`active` false: past the last env in the launch's last block) only
 // takes part in the warp's votes and the block's barriers.
+// nes_run_frame's loop for one thread on its own: no votes, no barriers (the host build, and
+// the redraw kernel, where only some threads run a frame).
+NESLE_FN u32 nes_frame_loop_alone(Nes& n, u32& steps) {
+    u32 ran = 0;
+    while (!n.st.ppu_frame_complete) {
+        ran += 1;
+        if (nes_frame_step(n, steps)) break;
+    }
+    return ran;
+}
+
+// nes_run_frame for one thread on its own (kernels/lines.cuh's redraw).
+NESLE_DEV void nes_run_frame_alone(Nes& n) {
+    FlatState& s = n.st;
+    s.ppu_frame_complete = 0;
+    bus_refresh_lines(n);
+    cpu_unsettle(n);
+    u32 steps = 0;
+    nes_frame_loop_alone(n, steps);
+    bus_catch_up_ppu(n);
+    bus_catch_up_apu(n);
+    s.ppu_frame_complete = 0;
+}
+
 NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
     FlatState& s = n.st;
     u64 start = 0;
@@ -182,10 +207,7 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
     }
 #else
     (void)start;
-    while (active && !s.ppu_frame_complete) {
-        ran += 1;
-        if (nes_frame_step(n, steps)) break;
-    }
+    if (active) ran = nes_frame_loop_alone(n, steps);
 #endif
     if (active) {
         bus_catch_up_ppu(n);
@@ -198,9 +220,10 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
 // One env's share of nesle_step, on the state in `n.st` and its PRG RAM at `prg_ram` (none when
 // `active` is false: see nes_run_frame). `pixels` (nullable) receives the last frame: run_frame
 // starts and ends in vertical blank, so the last call draws every visible dot exactly once.
+// `lines` (nullable) receives the last frame's record for drawing it afterwards (kernels/lines.cuh).
 // Returns the instructions of the last frame.
 NESLE_DEV u32 nes_step_env(Nes& n, const u8* prg, const u8* chr, u8* prg_ram, u8 action, u32 frames, u8* pixels,
-                           bool active) {
+                           LineLog* lines, bool active) {
     if (active) {
         nes_init(n, prg, chr);
         n.prg_ram = prg_ram;
@@ -208,7 +231,10 @@ NESLE_DEV u32 nes_step_env(Nes& n, const u8* prg, const u8* chr, u8* prg_ram, u8
     }
     u32 ran = 0;
     for (u32 f = 0; f < frames; f++) {
-        if (f + 1 == frames) n.pixels = pixels;
+        if (f + 1 == frames) {
+            n.pixels = pixels;
+            n.line_log = lines;
+        }
         ran = nes_run_frame(n, active);
     }
     return ran;
@@ -276,16 +302,20 @@ NESLE_FN u8* nes_convert(FlatState* full, u8* packed, u32 packing, bool to_packe
 // last env (`t >= n_envs`, in the launch's last block) has no env: it only meets the votes and
 // barriers.
 // `ran` (nullable) receives each env's instructions in its last frame, the key to regroup by.
+// `lines` (nullable, one LineLog an env) receives the last frame's record for kernels/lines.cuh.
 // Out of line: inlined into nesle_step, it left the frame loop 144 bytes of spill loads, not 4.
 NESLE_DEV void nes_step_slot(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr, const u8* actions,
-                             const u32* order, u32 t, u32 n_envs, u32 frames, u8* pixels, u32* ran) {
+                             const u32* order, u32 t, u32 n_envs, u32 frames, u8* pixels, u32* ran,
+                             LineLog* lines) {
     bool active = t < n_envs;
     u32 env = active ? (order ? order[t] : t) : 0;
     u8* packed = states + (u64)env * stride;
     u8* px = active && pixels ? pixels + (u64)env * 256 * 240 : nullptr;
     Nes n;
     u8* prg_ram = active ? nes_convert(&n.st, packed, packing, false) : nullptr;
-    u32 r = nes_step_env(n, prg, chr, prg_ram, active ? actions[env] : 0, frames, px, active);
+    LineLog* lg = active && lines ? lines + env : nullptr;
+    if (lg) lg->flags = 0;
+    u32 r = nes_step_env(n, prg, chr, prg_ram, active ? actions[env] : 0, frames, px, lg, active);
     if (active) nes_convert(&n.st, packed, packing, true);
     if (active && ran) ran[env] = r;
 }

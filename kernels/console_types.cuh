@@ -72,6 +72,9 @@ struct Nes {
     // `Nes` is a thread-local variable, so every field is a local load at a fixed offset from it,
     // with no pointer to load first and no generic address to convert (kernel-notes #30).
     FlatState st;
+    // The drawn frame's record for drawing it after it ran, line by line (kernels/lines.cuh);
+    // null: none kept (every frame but the last of a step drawn that way).
+    struct LineLog* line_log;
 #ifdef NESLE_PPU_LOG
     // The CPU's PPU and mapper register accesses of this frame, for drawing it afterwards by
     // replaying the PPU alone (kernels/replay.cuh); null: none logged.
@@ -108,6 +111,41 @@ NESLE_FN void ppu_log(Nes& n, u8 kind, u16 addr, u8 value, u64 cycle) {
     l->events[l->count++] = PpuEvent{n.st.ppu_dot_clock, cycle, addr, value, kind};
 }
 #endif
+
+// What the line renderer (kernels/lines.cuh) needs of a frame besides the state after it: the
+// PPU's scroll and control registers at dot 0 of the pre-render line, where drawing starts, and
+// after each write to $2000, $2001, $2005 or $2006 from there on, with the dot clock it took
+// effect at (the PPU may stand behind the CPU; a dot after that clock sees the write). Anything
+// else the picture could depend on that changes from there on marks the frame LINES_REDRAW, to
+// be drawn again by running it once more from a copy of the state before it: `v` moved by the
+// CPU (`$2006`, `$2007`) while rendering is on, or into or out of the palette (whose colour a
+// frame with rendering off shows), OAM, a CHR bank or the mirroring, more than LINE_EVENTS
+// writes.
+#define LINE_EVENTS 62
+#define LINES_STARTED 1u
+#define LINES_REDRAW 2u
+struct LineEvent {
+    u32 dot;  // PPU dot clock - LineLog::start
+    u16 t;
+    u8 x, ctrl, mask;
+    u8 pad[3];
+};
+struct LineLog {
+    u64 start;  // the PPU's dot clock at dot 0 of the pre-render line
+    u16 t, v;
+    u8 x, ctrl, mask, odd;  // odd: an odd frame (its pre-render line is a dot short with rendering on)
+    u32 count;
+    u32 flags;  // LINES_*
+    LineEvent events[LINE_EVENTS];
+};
+static_assert(sizeof(LineEvent) == 12 && sizeof(LineLog) == 768, "launch.rs LINE_LOG_BYTES");
+
+// A frame the renderer cannot draw from its log (a CHR bank or mirroring change while drawn;
+// the other hooks are in ppu.cuh, lines_log_*).
+NESLE_DEV void lines_log_redraw(Nes& n) {
+    LineLog* l = n.line_log;
+    if (l->flags & LINES_STARTED) l->flags |= LINES_REDRAW;
+}
 
 // A `Nes::settled` value no lines byte (bits 0-1) can equal (nes-core `UNSETTLED`).
 #define CPU_UNSETTLED 0xff

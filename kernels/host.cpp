@@ -6,16 +6,20 @@
 #include "console.cuh"
 #include "order.cuh"   // nesle_host_order
 #include "replay.cuh"  // nesle_host_replay_check
+#include "lines.cuh"   // nesle_host_draw_lines
 
 // nesle_step's body over packed states, one thread slot after the other (launch-local copy
-// unpacked from and packed back to `states + env * stride`; `order` and `ran` as in nesle_step).
+// unpacked from and packed back to `states + env * stride`; `order`, `ran` and `lines` as in
+// nesle_step).
 extern "C" void nesle_host_step(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr, const u8* actions,
-                                u32 n_envs, u32 frames, u8* pixels, const u32* order, u32* ran) {
+                                u32 n_envs, u32 frames, u8* pixels, const u32* order, u32* ran, LineLog* lines) {
     for (u32 t = 0; t < n_envs; t++)
-        nes_step_slot(states, stride, packing, prg, chr, actions, order, t, n_envs, frames, pixels, ran);
+        nes_step_slot(states, stride, packing, prg, chr, actions, order, t, n_envs, frames, pixels, ran, lines);
 }
 
 extern "C" u32 nesle_host_state_size(void) { return (u32)sizeof(FlatState); }
+
+extern "C" u32 nesle_host_line_log_size(void) { return (u32)sizeof(LineLog); }
 
 // One CPU step (instruction or interrupt sequence) of one console, PPU and APU caught up after
 // it as Console::step does (no idle-loop fast-forward: that lives in run_frame only): lets

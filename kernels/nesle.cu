@@ -6,6 +6,7 @@
 #include "console.cuh"
 #include "picture.cuh"  // nesle_gray84
 #include "order.cuh"    // nesle_order_*: regrouping on the device
+#include "lines.cuh"    // nesle_draw_lines, nesle_redraw: the last frame drawn after it ran
 
 static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time");
 
@@ -31,15 +32,16 @@ static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time")
 // For each env: pad-0 buttons = actions[env], then `frames` frames. `pixels` is null or
 // n_envs * 256 * 240 palette indices, written for the last frame. `order` is null or a
 // permutation of the envs: thread slot t runs env order[t] (nes_step_slot). `ran` is null or
-// n_envs counts: each env's instructions in its last frame.
+// n_envs counts: each env's instructions in its last frame. `lines` is null or n_envs LineLogs:
+// the last frame's record for nesle_draw_lines.
 extern "C" __global__ void NESLE_STEP_BOUNDS nesle_step(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr,
                                       const u8* actions, u32 n_envs, u32 frames, u8* pixels, const u32* order,
-                                      u32* ran) {
+                                      u32* ran, LineLog* lines) {
     // Grid-stride: the launch may have fewer threads than envs (launch.rs caps the blocks per SM).
     // Every thread of a block takes the same turns (the frames have block barriers inside).
     for (u32 base = blockIdx.x * blockDim.x; base < n_envs; base += gridDim.x * blockDim.x)
         nes_step_slot(states, stride, packing, prg, chr, actions, order, base + threadIdx.x, n_envs, frames, pixels,
-                      ran);
+                      ran, lines);
 }
 
 // states[env] = bank[pick[env]] where mask[env] != 0 (both packed alike). `pick` out of range

@@ -38,6 +38,57 @@
 
 NESLE_FN bool ppu_rendering(const FlatState& s) { return (s.ppu_mask & (MASK_BG | MASK_SPRITE)) != 0; }
 
+// The line renderer's log (console_types.cuh LineLog, kernels/lines.cuh). Out of line, and only
+// reached on the drawn frame (`n.line_log` set): the register functions carry just a null test.
+NESLE_DEV void lines_log_start(Nes& n) {
+    const FlatState& s = n.st;
+    LineLog* l = n.line_log;
+    l->start = s.ppu_dot_clock;
+    l->t = s.ppu_t;
+    l->v = s.ppu_v;
+    l->x = s.ppu_x;
+    l->ctrl = s.ppu_ctrl;
+    l->mask = s.ppu_mask;
+    l->odd = s.ppu_odd_frame;
+    l->count = 0;
+    l->flags |= LINES_STARTED;
+}
+
+// The CPU moved `v` (a `$2006` write's second half, a `$2007` access) while drawing: harmless
+// only with rendering off (the frame is then one colour, or drawn again) and away from the
+// palette. `v` never was in the palette before this if the frame started outside it and every
+// earlier move left it outside, so no palette write gets past this either.
+NESLE_DEV void lines_log_vram(Nes& n) {
+    const FlatState& s = n.st;
+    LineLog* l = n.line_log;
+    if (!(l->flags & LINES_STARTED)) return;
+    if (ppu_rendering(s) || (l->v & 0x3f00) == 0x3f00 || (s.ppu_v & 0x3f00) == 0x3f00) l->flags |= LINES_REDRAW;
+}
+
+// After a CPU write to PPU register `addr` took effect.
+NESLE_DEV void lines_log_write(Nes& n, u16 addr) {
+    LineLog* l = n.line_log;
+    if (!(l->flags & LINES_STARTED)) return;  // before drawing starts: the state at the start covers it
+    const FlatState& s = n.st;
+    u32 r = addr & 7;
+    if (r == 2) return;
+    if (r == 7) {
+        lines_log_vram(n);
+        return;
+    }
+    if (r == 3 || r == 4 || l->count == LINE_EVENTS) {
+        l->flags |= LINES_REDRAW;
+        return;
+    }
+    LineEvent& e = l->events[l->count++];
+    e.dot = (u32)(s.ppu_dot_clock - l->start);
+    e.t = s.ppu_t;
+    e.x = s.ppu_x;
+    e.ctrl = s.ppu_ctrl;
+    e.mask = s.ppu_mask;
+    if (r == 6 && !s.ppu_w) lines_log_vram(n);  // the second write: v = t
+}
+
 // NMI output level: VBL flag AND NMI enable; the CPU edge-detects it.
 NESLE_FN bool ppu_nmi(const FlatState& s) {
     return (s.ppu_status & STATUS_VBLANK) != 0 && (s.ppu_ctrl & CTRL_NMI) != 0;
@@ -60,31 +111,28 @@ NESLE_FN u8 ppu_palette_read(const FlatState& s, u16 addr) {
 
 NESLE_FN void ppu_palette_write(FlatState& s, u16 addr, u8 v) { s.ppu_palette[ppu_palette_index(addr)] = v & 0x3f; }
 
-NESLE_FN void ppu_increment_x(FlatState& s) {
-    if ((s.ppu_v & 0x001f) == 31) {
-        s.ppu_v = (u16)((s.ppu_v & ~0x001f) ^ 0x0400);
+// `v` one tile right (the coarse X increment after each background tile).
+NESLE_FN u16 ppu_v_increment_x(u16 v) { return (v & 0x001f) == 31 ? (u16)((v & ~0x001f) ^ 0x0400) : (u16)(v + 1); }
+
+// `v` one line down (the fine Y increment at dot 256).
+NESLE_FN u16 ppu_v_increment_y(u16 v) {
+    if ((v & 0x7000) != 0x7000) return (u16)(v + 0x1000);
+    v &= (u16)~0x7000;
+    u16 y = (v & 0x03e0) >> 5;
+    if (y == 29) {
+        y = 0;
+        v ^= 0x0800;
+    } else if (y == 31) {
+        y = 0;
     } else {
-        s.ppu_v += 1;
+        y += 1;
     }
+    return (u16)((v & ~0x03e0) | (y << 5));
 }
 
-NESLE_FN void ppu_increment_y(FlatState& s) {
-    if ((s.ppu_v & 0x7000) != 0x7000) {
-        s.ppu_v += 0x1000;
-    } else {
-        s.ppu_v &= (u16)~0x7000;
-        u16 y = (s.ppu_v & 0x03e0) >> 5;
-        if (y == 29) {
-            y = 0;
-            s.ppu_v ^= 0x0800;
-        } else if (y == 31) {
-            y = 0;
-        } else {
-            y += 1;
-        }
-        s.ppu_v = (u16)((s.ppu_v & ~0x03e0) | (y << 5));
-    }
-}
+NESLE_FN void ppu_increment_x(FlatState& s) { s.ppu_v = ppu_v_increment_x(s.ppu_v); }
+
+NESLE_FN void ppu_increment_y(FlatState& s) { s.ppu_v = ppu_v_increment_y(s.ppu_v); }
 
 NESLE_FN u8 reverse_bits8(u8 b) {
     b = (u8)(((b & 0xf0) >> 4) | ((b & 0x0f) << 4));
@@ -220,11 +268,10 @@ NESLE_FN void ppu_sprite_eval(FlatState& s, u16 d) {
     }
 }
 
-// Pattern address (low plane) of a sprite row on the current line; empty slots fetch tile $FF
-// (render.rs sprite_pattern_addr).
-NESLE_FN u16 ppu_sprite_pattern_addr(const FlatState& s, u8 tile, u8 attr, u8 y, bool used) {
-    u16 row = (u8)((u8)s.ppu_scanline - y);
-    if (s.ppu_ctrl & CTRL_SPRITE_16) {
+// The low plane's address of row `row` (the line being fetched minus the sprite's Y) of a sprite
+// under PPUCTRL `ctrl`; empty slots fetch tile $FF (render.rs sprite_pattern_addr).
+NESLE_FN u16 ppu_sprite_row_addr(u8 ctrl, u16 row, u8 tile, u8 attr, bool used) {
+    if (ctrl & CTRL_SPRITE_16) {
         row &= 15;
         if ((attr & 0x80) && used) row = 15 - row;
         u16 table = (u16)((tile & 1) << 12);
@@ -233,8 +280,13 @@ NESLE_FN u16 ppu_sprite_pattern_addr(const FlatState& s, u8 tile, u8 attr, u8 y,
     }
     row &= 7;
     if ((attr & 0x80) && used) row = 7 - row;
-    u16 table = (s.ppu_ctrl & CTRL_SPRITE_TABLE) ? 0x1000 : 0;
+    u16 table = (ctrl & CTRL_SPRITE_TABLE) ? 0x1000 : 0;
     return (u16)(table | ((u16)tile << 4) | row);
+}
+
+// The same for a sprite at `y` on the current line.
+NESLE_FN u16 ppu_sprite_pattern_addr(const FlatState& s, u8 tile, u8 attr, u8 y, bool used) {
+    return ppu_sprite_row_addr(s.ppu_ctrl, (u8)((u8)s.ppu_scanline - y), tile, attr, used);
 }
 
 // Sprite pattern fetches, dots 257-320.
@@ -414,7 +466,10 @@ NESLE_DEV void ppu_tick(Nes& n) {
     if (s.ppu_scanline == PPU_PRERENDER_LINE) {
         switch (s.ppu_dot) {
             // Sprite 0 hit and overflow clear one dot before VBL does (6819 vs 6820 dots).
-            case 0: s.ppu_status &= (u8)~(STATUS_SPRITE0 | STATUS_OVERFLOW); break;
+            case 0:
+                s.ppu_status &= (u8)~(STATUS_SPRITE0 | STATUS_OVERFLOW);
+                if (n.line_log) lines_log_start(n);  // drawing starts: the line renderer's record
+                break;
             case 1:
                 s.ppu_status &= (u8)~STATUS_VBLANK;
                 s.ppu_warming_up = 0;
@@ -1324,6 +1379,7 @@ NESLE_DEV u8 ppu_cpu_read(Nes& n, u16 addr) {
                 value = old;
             }
             ppu_increment_v_after_access(n);
+            if (n.line_log) lines_log_vram(n);
             break;
         }
         default: value = s.ppu_io_latch; break;
@@ -1394,4 +1450,5 @@ NESLE_DEV void ppu_cpu_write(Nes& n, u16 addr, u8 v) {
             break;
         }
     }
+    if (n.line_log) lines_log_write(n, addr);
 }

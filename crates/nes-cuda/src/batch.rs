@@ -5,7 +5,7 @@
 //! start states for masked resets. The host sees them only when asked (`states_to_host`,
 //! `ram_to_host`, ...); zero-copy consumers get raw addresses from [`Batch::device_pointers`].
 
-use crate::launch::{self, Gpu};
+use crate::launch::{self, Gpu, LINE_LOG_BYTES};
 use crate::packed::Packing;
 use crate::{Error, FlatState, RomImage, PIXELS_PER_ENV};
 use cudarc::driver::CudaSlice;
@@ -35,6 +35,11 @@ pub struct BatchConfig {
     /// frame is a launch of its own), when sorted on the device (the default; protocol B on an
     /// H200 +5.8%, kernel-notes #68).
     pub regroup_frames: bool,
+    /// With pixels: run each step's last frame undrawn, then draw it line by line, a warp an
+    /// env (kernels/lines.cuh), instead of drawing it while it runs: the same pictures (a frame
+    /// the line renderer does not model runs again, drawn as it runs, from a copy of the state
+    /// before it). Costs LINE_LOG_BYTES and a copy of the state per env (kernel-notes #74).
+    pub draw_lines: bool,
 }
 
 /// [`BatchConfig::regroup_every`]'s default: every step.
@@ -42,7 +47,14 @@ pub const REGROUP_EVERY: u32 = 1;
 
 impl Default for BatchConfig {
     fn default() -> BatchConfig {
-        BatchConfig { device: 0, pixels: false, regroup_every: REGROUP_EVERY, regroup_on_device: true, regroup_frames: true }
+        BatchConfig {
+            device: 0,
+            pixels: false,
+            regroup_every: REGROUP_EVERY,
+            regroup_on_device: true,
+            regroup_frames: true,
+            draw_lines: false,
+        }
     }
 }
 
@@ -91,6 +103,8 @@ pub struct Batch {
     pairs: Option<CudaSlice<u64>>,
     /// `BatchConfig::regroup_frames`, when it applies (regrouping on, sorted on the device).
     regroup_frames: bool,
+    /// `BatchConfig::draw_lines` (with pixels): the states before the drawn frame, and its logs.
+    lines: Option<(CudaSlice<u8>, CudaSlice<u8>)>,
 }
 
 impl Batch {
@@ -112,7 +126,9 @@ impl Batch {
         // The device sort's pairs: 8 bytes for each env, rounded up to a power of two.
         let sorts = config.regroup_on_device && regroup_due(config.regroup_every, n_envs, config.regroup_every as u64);
         let pair_count = if sorts { n_envs.next_power_of_two() } else { 0 };
-        let needed = n_envs * per_env + pair_count * 8 + rom.prg.len() + rom.chr.len();
+        let draws_lines = config.pixels && config.draw_lines;
+        let lines_per_env = if draws_lines { stride + LINE_LOG_BYTES } else { 0 };
+        let needed = n_envs * (per_env + lines_per_env) + pair_count * 8 + rom.prg.len() + rom.chr.len();
         let (free, _) = gpu.memory()?;
         // Leave 5% for the driver, the module and the kernel's local memory.
         if needed > free / 20 * 19 {
@@ -145,8 +161,9 @@ impl Batch {
         let pick = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         let ran = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         let pairs = if sorts { Some(gpu.stream.alloc_zeros::<u64>(pair_count).map_err(|e| Error::Cuda(format!("{e:?}")))?) } else { None };
+        let lines = if draws_lines { Some((gpu.alloc(n_envs * stride)?, gpu.alloc(n_envs * LINE_LOG_BYTES)?)) } else { None };
         gpu.synchronize()?;
-        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None, order: None, ran, regroup_every: config.regroup_every, steps: 0, regroup_on_device: config.regroup_on_device, pairs, regroup_frames: sorts && config.regroup_frames })
+        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None, order: None, ran, regroup_every: config.regroup_every, steps: 0, regroup_on_device: config.regroup_on_device, pairs, regroup_frames: sorts && config.regroup_frames, lines })
     }
 
     pub fn n_envs(&self) -> usize {
@@ -237,9 +254,16 @@ impl Batch {
 
     fn launch_step_drawing(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32, draw: bool) -> Result<(), Error> {
         let actions = actions.unwrap_or(&self.actions);
-        let pixels = if draw { self.pixels.as_mut() } else { None };
         let order = self.order.as_ref();
-        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.chr, actions, self.n_envs, frames, pixels, order, &mut self.ran)
+        if let (true, Some(pixels), Some((snapshot, logs))) = (draw && frames == 1, self.pixels.as_mut(), self.lines.as_mut()) {
+            // Drawn after the frame (BatchConfig::draw_lines): the states before it, the frame
+            // run undrawn with its logs, then the line renderer.
+            self.gpu.stream.memcpy_dtod(&self.states, snapshot).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+            self.gpu.step(&mut self.states, self.packing, &self.prg, &self.chr, actions, self.n_envs, frames, None, order, &mut self.ran, Some(logs))?;
+            return self.gpu.draw_lines(&self.states, snapshot, self.packing, &self.prg, &self.chr, actions, logs, pixels, self.n_envs);
+        }
+        let pixels = if draw { self.pixels.as_mut() } else { None };
+        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.chr, actions, self.n_envs, frames, pixels, order, &mut self.ran, None)
     }
 
     /// Each env's instructions in the last frame of the last step (0 before the first step): a

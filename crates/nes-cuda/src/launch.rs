@@ -21,8 +21,23 @@ extern "C" {
         pixels: *mut u8,
         order: *const u32,
         ran: *mut u32,
+        lines: *mut u8,
     );
+    fn nesle_host_draw_lines(
+        states: *const u8,
+        snapshot: *mut u8,
+        stride: u32,
+        packing: u32,
+        prg: *const u8,
+        chr: *const u8,
+        actions: *const u8,
+        logs: *mut u8,
+        pixels: *mut u8,
+        n_envs: u32,
+    ) -> u32;
     fn nesle_host_state_size() -> u32;
+    #[cfg(test)]
+    fn nesle_host_line_log_size() -> u32;
     fn nesle_host_gray84(pixels: *const u8, tables: *const GrayTables, out: *mut u8, n_envs: u32);
     fn nesle_host_cpu_step(state: *mut FlatState, prg: *const u8, chr: *const u8);
     fn nesle_host_ppu_run(state: *mut FlatState, prg: *const u8, chr: *const u8, dots: u32, one_by_one: u32, pixels: *mut u8);
@@ -45,28 +60,96 @@ pub(crate) fn host_step(
     pixels: Option<&mut [u8]>,
     ran: Option<&mut [u32]>,
 ) {
-    debug_assert_eq!(actions.len(), states.len());
-    debug_assert!(order.is_none_or(|o| o.len() == states.len()));
-    debug_assert!(ran.as_ref().is_none_or(|r| r.len() == states.len()));
     let Some(first) = states.first() else { return };
     let packing = Packing::of(first);
     let mut packed = packing.pack_all(states);
+    host_step_packed(&mut packed, packing, states.len(), rom, actions, order, frames, pixels, ran, None);
+    for (s, p) in states.iter_mut().zip(packing.unpack_all(&packed)) {
+        *s = p;
+    }
+}
+
+/// kernels/console_types.cuh's `LineLog`: the bytes of one env's record of a drawn frame.
+pub(crate) const LINE_LOG_BYTES: usize = 768;
+
+/// [`host_step`] with the picture drawn after the last frame, line by line, as
+/// `BatchConfig::draw_lines` makes the GPU draw it: the frames before the last, a copy of the
+/// states, the last frame run undrawn with its LineLogs, then `nesle_host_draw_lines` (which
+/// redraws from the copy the frames it cannot draw). Returns the envs drawn line by line.
+pub(crate) fn host_step_lines(states: &mut [FlatState], rom: &RomImage, actions: &[u8], frames: u32, pixels: &mut [u8]) -> u32 {
+    let Some(first) = states.first() else { return 0 };
+    if frames == 0 {
+        return 0;
+    }
+    let n = states.len();
+    let packing = Packing::of(first);
+    let mut packed = packing.pack_all(states);
+    host_step_packed(&mut packed, packing, n, rom, actions, None, frames - 1, None, None, None);
+    let mut snapshot = packed.clone();
+    let mut logs = vec![0u8; n * LINE_LOG_BYTES];
+    host_step_packed(&mut packed, packing, n, rom, actions, None, 1, None, None, Some(&mut logs));
+    let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
+    assert_eq!(pixels.len(), n * PIXELS_PER_ENV, "checked by the caller");
+    // SAFETY: `packed` and `snapshot` hold n states packed by `packing` (the states after and
+    // before the last frame), `logs` n LineLogs that frame's step filled (LINE_LOG_BYTES each,
+    // pinned against sizeof(LineLog) by `line_log_size_matches`), `actions` n bytes, `pixels` n
+    // pictures (asserted), `prg`/`chr` the ROM the states were built for; the C++ code keeps no
+    // pointer.
+    let drawn = unsafe {
+        nesle_host_draw_lines(
+            packed.as_ptr(),
+            snapshot.as_mut_ptr(),
+            packing.stride() as u32,
+            packing.bits(),
+            rom.prg.as_ptr(),
+            chr,
+            actions.as_ptr(),
+            logs.as_mut_ptr(),
+            pixels.as_mut_ptr(),
+            n as u32,
+        )
+    };
+    for (s, p) in states.iter_mut().zip(packing.unpack_all(&packed)) {
+        *s = p;
+    }
+    drawn
+}
+
+/// `nesle_host_step` over `n` packed states; `lines`, if given, n LineLogs for the last frame.
+#[allow(clippy::too_many_arguments)]
+fn host_step_packed(
+    packed: &mut [u8],
+    packing: Packing,
+    n: usize,
+    rom: &RomImage,
+    actions: &[u8],
+    order: Option<&[u32]>,
+    frames: u32,
+    pixels: Option<&mut [u8]>,
+    ran: Option<&mut [u32]>,
+    lines: Option<&mut [u8]>,
+) {
+    debug_assert_eq!(actions.len(), n);
+    debug_assert_eq!(packed.len(), n * packing.stride());
+    debug_assert!(order.is_none_or(|o| o.len() == n));
+    debug_assert!(ran.as_ref().is_none_or(|r| r.len() == n));
+    debug_assert!(lines.as_ref().is_none_or(|l| l.len() == n * LINE_LOG_BYTES));
     let px = match pixels {
         Some(p) => {
-            debug_assert_eq!(p.len(), states.len() * PIXELS_PER_ENV);
+            debug_assert_eq!(p.len(), n * PIXELS_PER_ENV);
             p.as_mut_ptr()
         }
         None => std::ptr::null_mut(),
     };
     let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
-    // SAFETY: `packed` holds states.len() packed states of `packing.stride()` bytes, laid out
-    // as kernels/console.cuh's nes_convert reads them (packed.rs, the same regions in the same
+    // SAFETY: `packed` holds n packed states of `packing.stride()` bytes, laid out as
+    // kernels/console.cuh's nes_convert reads them (packed.rs, the same regions in the same
     // order; FlatState's C twin is generated from the same field table, sizes pinned by
-    // static_asserts on both sides). `actions` has n_envs bytes, `pixels` (checked by the
-    // caller) n_envs*256*240 bytes or is null, `order` is null or a permutation of 0..n_envs
-    // (checked by the caller), `ran` null or n_envs counts, `prg`/`chr` are the ROM images the states'
-    // banking maps were built for (each state's maps index inside them, as Cart::load
-    // validates). The C++ code does not retain any pointer after returning.
+    // static_asserts on both sides). `actions` has n bytes, `pixels` n*256*240 bytes or is
+    // null, `order` is null or a permutation of 0..n (checked by the caller), `ran` null or n
+    // counts, `lines` null or n LineLogs, `prg`/`chr` are the ROM images the states' banking
+    // maps were built for (each state's maps index inside them, as Cart::load validates). The
+    // C++ code does not retain any pointer after returning.
     unsafe {
         nesle_host_step(
             packed.as_mut_ptr(),
@@ -75,15 +158,13 @@ pub(crate) fn host_step(
             rom.prg.as_ptr(),
             chr,
             actions.as_ptr(),
-            states.len() as u32,
+            n as u32,
             frames,
             px,
             order.map_or(std::ptr::null(), |o| o.as_ptr()),
             ran.map_or(std::ptr::null_mut(), |r| r.as_mut_ptr()),
+            lines.map_or(std::ptr::null_mut(), |l| l.as_mut_ptr()),
         );
-    }
-    for (s, p) in states.iter_mut().zip(packing.unpack_all(&packed)) {
-        *s = p;
     }
 }
 
@@ -248,6 +329,18 @@ fn grid(n: usize) -> LaunchConfig {
     grid_of(n, BLOCK)
 }
 
+/// kernels/lines.cuh's `LINES_WARPS`: the envs (a warp each) of a `nesle_draw_lines` block.
+const LINES_WARPS: u32 = 4;
+
+/// A warp per env, `LINES_WARPS` envs a block.
+fn warp_grid(n: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((n as u32).div_ceil(LINES_WARPS), 1, 1),
+        block_dim: (LINES_WARPS * 32, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 fn grid_of(n: usize, block: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: ((n as u32).div_ceil(block), 1, 1),
@@ -386,6 +479,8 @@ pub(crate) struct Gpu {
     reset: CudaFunction,
     gather_ram: CudaFunction,
     gray84: CudaFunction,
+    draw_lines: CudaFunction,
+    redraw: CudaFunction,
     order_tiles: CudaFunction,
     order_stage: CudaFunction,
     order_out: CudaFunction,
@@ -437,6 +532,8 @@ impl Gpu {
             reset: f("nesle_reset_from_bank")?,
             gather_ram: f("nesle_gather_ram")?,
             gray84: f("nesle_gray84")?,
+            draw_lines: f("nesle_draw_lines")?,
+            redraw: f("nesle_redraw")?,
             order_tiles: f("nesle_order_tiles")?,
             order_stage: f("nesle_order_stage")?,
             order_out: f("nesle_order_out")?,
@@ -536,10 +633,14 @@ impl Gpu {
         pixels: Option<&mut CudaSlice<u8>>,
         order: Option<&CudaSlice<u32>>,
         ran: &mut CudaSlice<u32>,
+        lines: Option<&mut CudaSlice<u8>>,
     ) -> Result<(), Error> {
         check_len("states", states.len(), n_envs * packing.stride())?;
         check_len("actions", actions.len(), n_envs)?;
         check_len("ran", ran.len(), n_envs)?;
+        if let Some(l) = &lines {
+            check_len("line logs", l.len(), n_envs * LINE_LOG_BYTES)?;
+        }
         if let Some(o) = order {
             check_len("order", o.len(), n_envs)?;
         }
@@ -562,9 +663,14 @@ impl Gpu {
             None => b.arg(&null),
         };
         b.arg(ran);
+        match lines {
+            Some(l) => b.arg(l),
+            None => b.arg(&null),
+        };
         // SAFETY: the argument list matches `nesle_step` in kernels/nesle.cu: (u8*, u32, u32,
-        // const u8*, const u8*, const u8*, u32, u32, u8*, const u32*, u32*), with a null u64
-        // standing for a null pixel or order pointer; `ran` holds n_envs counts. `order` holds a permutation of 0..n_envs (Batch
+        // const u8*, const u8*, const u8*, u32, u32, u8*, const u32*, u32*, LineLog*), with a
+        // null u64 standing for a null pixel, order or line-log pointer; `ran` holds n_envs
+        // counts, `lines` n_envs LineLogs (checked). `order` holds a permutation of 0..n_envs (Batch
         // checks it before upload), so every env is stepped once, by one thread. Lengths were checked above: states holds n_envs states packed by
         // `packing` (packed.rs, the regions kernels/console.cuh's nes_convert copies; the
         // FlatState layout is pinned by the generated header), actions n_envs bytes, pixels
@@ -574,6 +680,49 @@ impl Gpu {
         // envs in turn, never one env twice): no data race.
         unsafe { b.launch(step_grid(n_envs, step_block(n_envs, self.sms), self.sms, step_blocks_per_sm())) }
             .map_err(cuda)?;
+        Ok(())
+    }
+
+    /// Launches `nesle_draw_lines` then `nesle_redraw`: each env's picture of the frame its
+    /// LineLog in `lines` records, drawn from `states` (after that frame) line by line, or run
+    /// again from `snapshot` (the packed states before it; used as scratch).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn draw_lines(
+        &self,
+        states: &CudaSlice<u8>,
+        snapshot: &mut CudaSlice<u8>,
+        packing: Packing,
+        prg: &CudaSlice<u8>,
+        chr: &CudaSlice<u8>,
+        actions: &CudaSlice<u8>,
+        lines: &mut CudaSlice<u8>,
+        pixels: &mut CudaSlice<u8>,
+        n_envs: usize,
+    ) -> Result<(), Error> {
+        check_len("states", states.len(), n_envs * packing.stride())?;
+        check_len("snapshot", snapshot.len(), n_envs * packing.stride())?;
+        check_len("actions", actions.len(), n_envs)?;
+        check_len("line logs", lines.len(), n_envs * LINE_LOG_BYTES)?;
+        check_len("pixels", pixels.len(), n_envs * PIXELS_PER_ENV)?;
+        if n_envs == 0 {
+            return Ok(());
+        }
+        let (n, stride, bits) = (n_envs as u32, packing.stride() as u32, packing.bits());
+        let mut b = self.stream.launch_builder(&self.draw_lines);
+        b.arg(states).arg(&stride).arg(&bits).arg(chr).arg(&mut *lines).arg(&mut *pixels).arg(&n);
+        // SAFETY: matches `nesle_draw_lines(const u8*, u32, u32, const u8*, LineLog*, u8*, u32)`;
+        // lengths checked above; `states` holds n_envs states packed by `packing` and validated
+        // against this ROM (its CHR maps index inside `chr` or the state's CHR RAM), `lines` the
+        // LineLogs nesle_step wrote for them. A warp per env (LINES_WARPS a block) touches only
+        // its env's log and picture.
+        unsafe { b.launch(warp_grid(n_envs)) }.map_err(cuda)?;
+        let mut b = self.stream.launch_builder(&self.redraw);
+        b.arg(snapshot).arg(&stride).arg(&bits).arg(prg).arg(chr).arg(actions).arg(&*lines).arg(pixels).arg(&n);
+        // SAFETY: matches `nesle_redraw(u8*, u32, u32, const u8*, const u8*, const u8*, const
+        // LineLog*, u8*, u32)`; the snapshot holds n_envs states packed as `states` (a copy made
+        // before the logged frame), lengths checked above. One thread per env touches only its
+        // own snapshot and picture.
+        unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
         Ok(())
     }
 
@@ -786,6 +935,12 @@ mod tests {
         assert_eq!(default_step_block(256 * 132 - 1, 132), 128);
         assert_eq!(default_step_block(4_096, 132), 128);
         assert_eq!(default_step_block(1, 0), 128);
+    }
+
+    #[test]
+    fn line_log_size_matches() {
+        // SAFETY: a pure function of no arguments returning sizeof(LineLog).
+        assert_eq!(unsafe { super::nesle_host_line_log_size() } as usize, super::LINE_LOG_BYTES);
     }
 
     #[test]

@@ -85,6 +85,24 @@ pub mod host {
         Ok(())
     }
 
+    /// [`step`] with the last frame's picture drawn after it ran, line by line
+    /// (kernels/lines.cuh), as `BatchConfig::draw_lines` makes the GPU draw it: the same states
+    /// and pictures as `step`. Returns how many envs were drawn line by line (the others' frames
+    /// ran again, drawn as they ran).
+    pub fn step_drawn_by_lines(
+        states: &mut [FlatState],
+        rom: &RomImage,
+        actions: &[u8],
+        frames: u32,
+        pixels: &mut [u8],
+    ) -> Result<u32, Error> {
+        check_inputs(states, rom, actions)?;
+        if pixels.len() != states.len() * PIXELS_PER_ENV {
+            return Err(Error::BadArgument(format!("pixel buffer of {} bytes for {} envs", pixels.len(), states.len())));
+        }
+        Ok(launch::host_step_lines(states, rom, actions, frames, pixels))
+    }
+
     /// `dots` PPU dots of one console as the bus's catch-up runs them (in bulk where it can)
     /// or, with `one_by_one`, dot by dot: the kernels' PPU tests compare the two. `pixels`, if
     /// given, is one 256x240 picture that receives the dots drawn.

@@ -17,16 +17,19 @@
 //!   The batch regroups between the frames of a step too (`BatchConfig::regroup_frames`)
 //!   unless `--no-regroup-frames`.
 //!   After the warm-up the device sort's order is checked once against a sort on the host.
+//!   `--draw-lines` (with `--pixels`): the last frame of each step drawn after it ran, line by
+//!   line (`BatchConfig::draw_lines`).
 //! Parity: `nesle-bench-gpu --parity N [--steps S] [--frameskip F] [--press-start K]
 //!   [--rom PATH | --test-roms DIR]`: N envs of random inputs on the GPU (the first K steps: Start
 //!   at random instead); after every step every env's FlatState must equal nes-core's. With
 //!   `--regroup K` (K > 0) the GPU runs the envs in a new random order (`Batch::set_order`) every
-//!   K steps; without it, the batch regroups by itself as in the throughput runs.
+//!   K steps; without it, the batch regroups by itself as in the throughput runs. `--pixels`
+//!   compares every env's picture with nes-core's too (`--draw-lines`: drawn line by line).
 
 use nes_core::flat::{first_difference, FlatState};
 use nes_core::Console;
 use nes_cuda::picture::GRAY_PIXELS;
-use nes_cuda::{Batch, BatchConfig, Error, RomImage, REGROUP_EVERY};
+use nes_cuda::{Batch, BatchConfig, Error, RomImage, PIXELS_PER_ENV, REGROUP_EVERY};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -56,6 +59,8 @@ struct Args {
     regroup_on_host: bool,
     /// Not `--no-regroup-frames`.
     regroup_frames: bool,
+    /// `--draw-lines`.
+    draw_lines: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -77,6 +82,7 @@ fn parse_args() -> Result<Args, String> {
         regroup_by_phase: false,
         regroup_on_host: false,
         regroup_frames: true,
+        draw_lines: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -102,6 +108,7 @@ fn parse_args() -> Result<Args, String> {
             "--regroup" => a.regroup = Some(num(val()?)?),
             "--regroup-on-host" => a.regroup_on_host = true,
             "--no-regroup-frames" => a.regroup_frames = false,
+            "--draw-lines" => a.draw_lines = true,
             "--regroup-by" => {
                 a.regroup_by_phase = match val()?.as_str() {
                     "phase" => true,
@@ -180,6 +187,7 @@ fn bench(a: &Args) -> Result<(), String> {
                 regroup_every: every,
                 regroup_on_device: !a.regroup_on_host,
                 regroup_frames: a.regroup_frames,
+                draw_lines: a.draw_lines,
             };
             let mut batch = match Batch::with_state(image, n, cfg, &start) {
                 Ok(b) => b,
@@ -303,20 +311,25 @@ fn check_device_sort(batch: &mut Batch) -> Result<(), String> {
 /// Runs `n` envs of `rom` on the GPU and on nes-core; compares every state after each step.
 fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<String, String> {
     let image = RomImage::new(rom).map_err(|e| e.to_string())?;
-    let start = image.power_on();
+    let mut start = image.power_on();
+    start.ppu_render_pixels = a.pixels as u8;
     // A random order every K steps (`--regroup K`) in place of the batch's own regrouping.
     let shuffle_every = a.regroup.unwrap_or(0);
     let every = if a.regroup.is_some() { 0 } else { REGROUP_EVERY };
     let config = BatchConfig {
         device: a.device,
-        pixels: false,
+        pixels: a.pixels,
         regroup_every: every,
         regroup_on_device: !a.regroup_on_host,
         regroup_frames: a.regroup_frames,
+        draw_lines: a.draw_lines,
     };
     let mut batch = Batch::with_state(image.clone(), n, config, &start)
         .map_err(|e| e.to_string())?;
     let mut cores: Vec<Console> = (0..n).map(|_| Console::new(rom).unwrap()).collect();
+    for c in &mut cores {
+        c.set_render(a.pixels);
+    }
     let mut rngs: Vec<Rng> = (0..n).map(|i| Rng::new(i as u32 + 7)).collect();
     let threads = std::thread::available_parallelism().map_or(4, |p| p.get());
     let mut shuffle = Rng::new(12345);
@@ -366,8 +379,18 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
                 return Err(format!("{label}: env {e} step {step}: first differing field `{field}`[{i}]"));
             }
         }
+        if a.pixels {
+            let px = batch.pixels_to_host().map_err(|e| e.to_string())?;
+            for (e, c) in cores.iter().enumerate() {
+                let gpu_px = &px[e * PIXELS_PER_ENV..(e + 1) * PIXELS_PER_ENV];
+                if let Some(i) = gpu_px.iter().zip(c.pixels().iter()).position(|(g, c)| g != c) {
+                    return Err(format!("{label}: env {e} step {step}: pixel {i} differs"));
+                }
+            }
+        }
     }
-    Ok(format!("{label}: {n} envs x {} steps x {} frames identical", a.parity_steps, a.frameskip))
+    let what = if a.pixels { " (and pictures)" } else { "" };
+    Ok(format!("{label}: {n} envs x {} steps x {} frames identical{what}", a.parity_steps, a.frameskip))
 }
 
 fn parity(a: &Args, n: usize) -> Result<(), String> {

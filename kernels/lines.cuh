@@ -1,0 +1,347 @@
+// Drawing a frame after it ran, line by line, a warp an env (kernel-notes #74).
+//
+// Drawn while it runs, a frame's pixels come out of the PPU's dot pipeline one env a thread, and
+// the threads of a warp take different branches on nearly every tile (4.5 threads an
+// instruction on an H200, against 16 for the same frame undrawn). Here the step kernel runs the
+// drawn frame as an undrawn one and keeps a LineLog (console_types.cuh): the scroll and control
+// registers where drawing starts and after each `$2000`, `$2001`, `$2005` or `$2006` write from
+// there on. Nothing else the picture depends on (nametables, palette, OAM, CHR, banks, mirroring) may
+// change while the frame is drawn, or the log says so, so the state after the frame holds them
+// as they were. `nesle_draw_lines` then gives each env a warp: lane l draws pixels 8l-8l+7 of
+// every line, all lanes the same code on their own columns.
+//
+// The background of a line is the strip of tiles the PPU fetches for it (two on the line before,
+// at dots 321-336, then 32 on the line), each at `v` one coarse X step on; pixel x shows bit
+// x + fine X of the strip, with fine X as of that pixel's dot. `v`'s horizontal bits come from
+// `t` at dot 257 of the line before, its vertical bits from `t` at dot 304 of the pre-render
+// line, one fine Y step a line after that (ppu_render_dot). A line's sprites are the first 8 in
+// OAM in range of the line before (its evaluation), fetched as ppu_sprite_fetch does.
+//
+// A frame the renderer does not model (`v` moved by the CPU while rendering, an OAM write, a bank
+// change, rendering switched on or off while drawn, a frame cut short by a fault, ...) is
+// marked LINES_REDRAW and drawn again by `nesle_redraw`, which runs it once more, drawing as it
+// runs, from a copy of the state before it. A last check compares `v`, `t` and fine X as this
+// model leaves them with the state after the frame: any disagreement redraws too.
+#pragma once
+#include "types.h"
+#include "console.cuh"
+
+// Where the field at offset `off` of a FlatState lies in a state packed with `packing`
+// (nes_convert's layout); `off` must not be in a region the packing drops.
+NESLE_FN u32 nes_packed_offset(u32 off, u32 packing) {
+    u32 at = off;
+    if (off >= NES_OFF_PRG_RAM && !(packing & NES_PACK_CIRAM_HI)) at -= 0x800;
+    if (off >= NES_OFF_CHR_RAM && !(packing & NES_PACK_PRG_RAM)) at -= 8192;
+    if (off >= NES_OFF_TAIL && !(packing & NES_PACK_CHR_RAM)) at -= 8192;
+    return at;
+}
+
+#define LINES_FIELD(packed, packing, field) \
+    ((packed) + nes_packed_offset((u32)__builtin_offsetof(FlatState, field), (packing)))
+
+// What the pixels are drawn from, in an env's packed state after the frame.
+struct LineScene {
+    const u8* ciram;    // the nametables
+    const u8* chr;      // CHR ROM, or the env's CHR RAM
+    const u8* palette;  // 32 bytes
+    const u8* oam;      // 256 bytes
+    u32 chr_map[8];     // cart_chr_map: CHR offset of each 1 KiB of the pattern tables
+    u32 nt_page[4];     // CIRAM offset of each nametable
+};
+
+NESLE_FN LineScene lines_scene(const u8* packed, u32 packing, const u8* chr_rom) {
+    LineScene c;
+    c.ciram = LINES_FIELD(packed, packing, cart_ciram);
+    c.chr = *LINES_FIELD(packed, packing, cart_chr_is_ram) ? LINES_FIELD(packed, packing, cart_chr_ram) : chr_rom;
+    c.palette = LINES_FIELD(packed, packing, ppu_palette);
+    c.oam = LINES_FIELD(packed, packing, ppu_oam);
+    const u32* map = (const u32*)LINES_FIELD(packed, packing, cart_chr_map);
+    for (u32 i = 0; i < 8; i++) c.chr_map[i] = map[i];
+    u8 mirroring = *LINES_FIELD(packed, packing, cart_mirroring);
+    for (u32 i = 0; i < 4; i++) c.nt_page[i] = cart_nametable_page(mirroring, i) * 0x400;
+    return c;
+}
+
+NESLE_FN u8 lines_chr(const LineScene& c, u32 addr) { return c.chr[c.chr_map[(addr >> 10) & 7] + (addr & 0x3ff)]; }
+
+// The registers the pixels depend on, as of some dot.
+struct LineRegs {
+    u16 t;
+    u8 x, ctrl, mask;
+};
+
+NESLE_FN LineRegs lines_start_regs(const LineLog& log) { return LineRegs{log.t, log.x, log.ctrl, log.mask}; }
+
+// Applies the events before dot clock `dot` (relative to the pre-render line's dot 0) from `e` on.
+NESLE_FN void lines_apply(const LineLog& log, u32& e, LineRegs& r, u32 dot) {
+    u32 count = log.count;
+    while (e < count && log.events[e].dot < dot) {
+        const LineEvent& ev = log.events[e];
+        r = LineRegs{ev.t, ev.x, ev.ctrl, ev.mask};
+        e++;
+    }
+}
+
+// Dots of the pre-render line: its last is skipped on odd frames with rendering on (which the
+// renderer only draws with rendering on all frame or off all frame).
+NESLE_FN u32 lines_prerender_dots(const LineLog& log) {
+    return log.odd && (log.mask & (MASK_BG | MASK_SPRITE)) ? 340 : 341;
+}
+
+// Whether the renderer can draw this frame: its log complete and nothing in it the renderer does
+// not model; then `v`, `t` and fine X at the frame's end as the model has them must be the
+// state's. `blank`: rendering off all frame (every pixel the one colour ppu_blank_pixel shows).
+NESLE_FN bool lines_check(const LineLog& log, const u8* packed, u32 packing, bool& blank) {
+    u32 flags = log.flags;
+    if (!(flags & LINES_STARTED) || (flags & LINES_REDRAW) || log.count > LINE_EVENTS) return false;
+    u32 pre = lines_prerender_dots(log);
+    u32 drawn_end = pre + 240 * PPU_DOTS_PER_LINE;  // the end of line 239
+    u64 end_clock = *(const u64*)LINES_FIELD(packed, packing, ppu_dot_clock);
+    if (end_clock < log.start + drawn_end) return false;  // cut short (a fault)
+    u16 end_v = *(const u16*)LINES_FIELD(packed, packing, ppu_v);
+    u16 end_t = *(const u16*)LINES_FIELD(packed, packing, ppu_t);
+    u8 end_x = *LINES_FIELD(packed, packing, ppu_x);
+    blank = (log.mask & (MASK_BG | MASK_SPRITE)) == 0;
+    if (blank) {
+        // Rendering stays off and the greyscale bit put while drawn; `v` may have moved, never
+        // into the palette (lines_log_vram), so every pixel is the backdrop.
+        for (u32 i = 0; i < log.count; i++) {
+            const LineEvent& ev = log.events[i];
+            if (ev.dot >= drawn_end) break;
+            if ((ev.mask & (MASK_BG | MASK_SPRITE)) || ((ev.mask ^ log.mask) & MASK_GREY)) return false;
+        }
+        LineRegs r = lines_start_regs(log);
+        u32 e = 0;
+        lines_apply(log, e, r, 0xffffffffu);
+        return r.t == end_t && r.x == end_x;
+    }
+    // Rendering stays on and the pattern tables and sprite size stay put while drawn.
+    for (u32 i = 0; i < log.count; i++) {
+        const LineEvent& ev = log.events[i];
+        if (ev.dot >= drawn_end) break;
+        if ((ev.mask & (MASK_BG | MASK_SPRITE)) == 0) return false;
+        if ((ev.ctrl ^ log.ctrl) & (CTRL_SPRITE_TABLE | CTRL_BG_TABLE | CTRL_SPRITE_16)) return false;
+    }
+    // `v` through the frame: the pre-render line's copies, then each line's Y step and copy.
+    u32 e = 0;
+    LineRegs r = lines_start_regs(log);
+    lines_apply(log, e, r, 257);
+    u16 hori = r.t & 0x041f;
+    lines_apply(log, e, r, 304);
+    u16 vert = r.t & 0x7be0;
+    for (u32 line = 0; line < 240; line++) {
+        vert = ppu_v_increment_y(vert) & 0x7be0;
+        lines_apply(log, e, r, pre + line * PPU_DOTS_PER_LINE + 257);
+        hori = r.t & 0x041f;
+    }
+    // Line 239's prefetch moves v two tiles on; lines 240-241 leave it.
+    u16 v = ppu_v_increment_x(ppu_v_increment_x((u16)(vert | hori)));
+    lines_apply(log, e, r, 0xffffffffu);
+    return v == end_v && r.t == end_t && r.x == end_x;
+}
+
+// Bit k of masks[line] set when OAM sprite k is in range of `line` (0-238, the evaluation on
+// that line picks the sprites of the next): lane `lane` of 32 does every 32nd line.
+NESLE_FN void lines_sprite_masks(const u8* oam, u32 height, u64* masks, u32 lane) {
+    for (u32 line = lane; line < 239; line += 32) {
+        u64 m = 0;
+        for (u32 k = 0; k < 64; k++) {
+            i32 row = (i32)line - (i32)oam[k * 4];
+            if (row >= 0 && row < (i32)height) m |= 1ull << k;
+        }
+        masks[line] = m;
+    }
+}
+
+NESLE_FN u32 lines_lowest_bit(u64 m) {
+#ifdef __CUDA_ARCH__
+    return (u32)__ffsll((long long)m) - 1;
+#else
+    return (u32)__builtin_ctzll(m);
+#endif
+}
+
+// Background tile `k` (0-33) of the strip a line fetches, `v` = vert | hori at its start.
+NESLE_FN void lines_tile(const LineScene& c, u16 vert, u16 hori, u32 k, u16 table, u32& lo, u32& hi, u32& at) {
+    u32 cx = (hori & 31) + k;
+    u16 v = (u16)(vert | ((((hori >> 10) ^ (cx >> 5)) & 1) << 10) | (cx & 31));
+    u32 page = c.nt_page[(v >> 10) & 3];
+    u32 nt = c.ciram[page + (v & 0x3ff)];
+    u32 ab = c.ciram[page + (0x3c0 | ((v >> 4) & 0x38) | ((v >> 2) & 0x07))];
+    at = (ab >> (((v >> 4) & 4) | (v & 2))) & 3;
+    u32 a = table | (nt << 4) | ((v >> 12) & 7);
+    lo = lines_chr(c, a);
+    hi = lines_chr(c, a + 8);
+}
+
+// Lane `lane`'s 8 pixels of every line (`masks` from lines_sprite_masks; `pixels` the env's
+// picture), as ppu_draw_pixel composes them.
+NESLE_FN void lines_draw(const LineLog& log, const LineScene& c, const u64* masks, u8* pixels, u32 lane) {
+    u32 pre = lines_prerender_dots(log);
+    u16 bg_table = (log.ctrl & CTRL_BG_TABLE) ? 0x1000 : 0;
+    u32 x0 = lane * 8;
+    u32 e = 0;
+    LineRegs r = lines_start_regs(log);
+    lines_apply(log, e, r, 257);
+    u16 hori = r.t & 0x041f;
+    lines_apply(log, e, r, 304);
+    u16 vert = r.t & 0x7be0;
+    for (u32 line = 0; line < 240; line++) {
+        u32 first = pre + line * PPU_DOTS_PER_LINE + 1;  // the dot clock of pixel 0
+        lines_apply(log, e, r, first);
+        // The strip's tiles under this lane: pixel x0+i shows bit i + fine X of tiles lane, lane+1.
+        u32 lo0, hi0, at0, lo1, hi1, at1;
+        lines_tile(c, vert, hori, lane, bg_table, lo0, hi0, at0);
+        lines_tile(c, vert, hori, lane + 1, bg_table, lo1, hi1, at1);
+        u32 lo = lo0 << 8 | lo1, hi = hi0 << 8 | hi1;
+        // The sprites the line before picked, those over this lane's pixels fetched.
+        u32 n_spr = 0;
+        u32 spr_x[8], spr_attr[8], spr_lo[8], spr_hi[8];
+        u64 m = line > 0 ? masks[line - 1] : 0;
+        for (u32 j = 0; j < 8 && m != 0; j++) {
+            u32 k = lines_lowest_bit(m);
+            m &= m - 1;
+            const u8* o = c.oam + k * 4;
+            u32 sx = o[3];
+            if (sx > x0 + 7 || x0 > sx + 7) continue;  // not over this lane (its place stays unused)
+            u16 a = ppu_sprite_row_addr(log.ctrl, (u8)((u8)(line - 1) - o[0]), o[1], o[2], true);
+            u8 slo = lines_chr(c, a), shi = lines_chr(c, a + 8u);
+            if (o[2] & 0x40) {
+                slo = reverse_bits8(slo);
+                shi = reverse_bits8(shi);
+            }
+            spr_x[n_spr] = sx;
+            spr_attr[n_spr] = o[2];
+            spr_lo[n_spr] = slo;
+            spr_hi[n_spr] = shi;
+            n_spr++;
+        }
+        // A write inside the line changes fine X or PPUMASK from its dot on.
+        bool changes = e < log.count && log.events[e].dot < first + 255;
+        u32 pe = e;
+        LineRegs pr = r;
+        u64 out = 0;
+        for (u32 i = 0; i < 8; i++) {
+            u32 x = x0 + i;
+            if (changes) lines_apply(log, pe, pr, first + x);
+            u8 mask = pr.mask;
+            u32 pos = i + pr.x;
+            u32 bg = 0;
+            if ((mask & MASK_BG) && (x >= 8 || (mask & MASK_BG_LEFT))) {
+                u32 b = 15 - pos;
+                u32 p = (((hi >> b) & 1) << 1) | ((lo >> b) & 1);
+                if (p != 0) bg = ((pos < 8 ? at0 : at1) << 2) | p;
+            }
+            u32 index = bg;
+            if ((mask & MASK_SPRITE) && (x >= 8 || (mask & MASK_SPRITE_LEFT))) {
+                for (u32 j = 0; j < n_spr; j++) {
+                    u32 off = x - spr_x[j];
+                    if (off >= 8) continue;
+                    u32 b = 7 - off;
+                    u32 sp = (((spr_hi[j] >> b) & 1) << 1) | ((spr_lo[j] >> b) & 1);
+                    if (sp == 0) continue;
+                    if (bg == 0 || (spr_attr[j] & 0x20) == 0) index = 0x10 | ((spr_attr[j] & 3) << 2) | sp;
+                    break;
+                }
+            }
+            u8 grey = (mask & MASK_GREY) ? 0x30 : 0x3f;
+            out |= (u64)(c.palette[index] & grey) << (8 * i);
+        }
+        nes_store8(pixels + line * 256 + x0, out);
+        // Dot 256: one line down; dot 257: the horizontal bits from t.
+        vert = ppu_v_increment_y(vert) & 0x7be0;
+        lines_apply(log, e, r, first - 1 + 257);
+        hori = r.t & 0x041f;
+    }
+}
+
+// Rendering off all frame: lane `lane`'s 8 pixels of every line in the colour ppu_blank_pixel
+// draws (the backdrop, or the palette entry `v` points at).
+NESLE_FN void lines_blank(const LineLog& log, const LineScene& c, u8* pixels, u32 lane) {
+    u16 index = (log.v & 0x3f00) == 0x3f00 ? (u16)ppu_palette_index(log.v) : 0;
+    u8 grey = (log.mask & MASK_GREY) ? 0x30 : 0x3f;
+    u64 colour = (u64)(c.palette[index] & grey) * 0x0101010101010101ull;
+    for (u32 line = 0; line < 240; line++) nes_store8(pixels + line * 256 + lane * 8, colour);
+}
+
+// Env `env`'s frame by a redraw: from its packed state before the frame (`snapshot`, used as
+// scratch), run once more with its buttons, drawing as it runs, when its log says so.
+NESLE_DEV void nes_redraw_env(u8* snapshot, u32 stride, u32 packing, const u8* prg, const u8* chr, const u8* actions,
+                              const LineLog* logs, u8* pixels, u32 env) {
+    if (!(logs[env].flags & LINES_REDRAW)) return;
+    Nes n;
+    u8* prg_ram = nes_convert(&n.st, snapshot + (u64)env * stride, packing, false);
+    nes_init(n, prg, chr);
+    n.prg_ram = prg_ram;
+    n.st.pad_buttons[0] = actions[env];
+    n.pixels = pixels + (u64)env * 256 * 240;
+    nes_run_frame_alone(n);
+}
+
+#if defined(__CUDACC__)
+#define LINES_WARPS 4  // envs a block of nesle_draw_lines, a warp each
+
+// A warp an env: the picture of the frame nesle_step just ran with `logs`; an env the renderer
+// cannot draw is marked LINES_REDRAW for nesle_redraw.
+extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32) nesle_draw_lines(const u8* states, u32 stride, u32 packing,
+                                                                               const u8* chr, LineLog* logs,
+                                                                               u8* pixels, u32 n_envs) {
+    __shared__ u64 masks[LINES_WARPS][240];
+    u32 w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    u32 env = blockIdx.x * LINES_WARPS + w;
+    if (env >= n_envs) return;  // the whole warp: no block barrier follows
+    const u8* packed = states + (u64)env * stride;
+    LineLog& log = logs[env];
+    bool blank = false;
+    bool ok = lines_check(log, packed, packing, blank);
+    __syncwarp();  // every lane has read the flags before lane 0 may set one
+    if (!ok) {
+        if (lane == 0) log.flags |= LINES_REDRAW;
+        return;
+    }
+    LineScene c = lines_scene(packed, packing, chr);
+    u8* px = pixels + (u64)env * 256 * 240;
+    if (blank) {
+        lines_blank(log, c, px, lane);
+        return;
+    }
+    lines_sprite_masks(c.oam, (log.ctrl & CTRL_SPRITE_16) ? 16 : 8, masks[w], lane);
+    __syncwarp();
+    lines_draw(log, c, masks[w], px, lane);
+}
+
+// One thread an env: the frames nesle_draw_lines left, drawn by running them again.
+extern "C" __global__ void nesle_redraw(u8* snapshot, u32 stride, u32 packing, const u8* prg, const u8* chr,
+                                        const u8* actions, const LineLog* logs, u8* pixels, u32 n_envs) {
+    u32 env = blockIdx.x * blockDim.x + threadIdx.x;
+    if (env < n_envs) nes_redraw_env(snapshot, stride, packing, prg, chr, actions, logs, pixels, env);
+}
+#else
+// The host twins of nesle_draw_lines and nesle_redraw, one after the other; the lanes of an env
+// one after another. Returns the envs drawn line by line (the rest were redrawn).
+extern "C" u32 nesle_host_draw_lines(const u8* states, u8* snapshot, u32 stride, u32 packing, const u8* prg,
+                                     const u8* chr, const u8* actions, LineLog* logs, u8* pixels, u32 n_envs) {
+    static thread_local u64 masks[240];
+    u32 drawn = 0;
+    for (u32 env = 0; env < n_envs; env++) {
+        const u8* packed = states + (u64)env * stride;
+        LineLog& log = logs[env];
+        bool blank = false;
+        if (!lines_check(log, packed, packing, blank)) {
+            log.flags |= LINES_REDRAW;
+            nes_redraw_env(snapshot, stride, packing, prg, chr, actions, logs, pixels, env);
+            continue;
+        }
+        drawn++;
+        LineScene c = lines_scene(packed, packing, chr);
+        u8* px = pixels + (u64)env * 256 * 240;
+        for (u32 lane = 0; lane < 32; lane++) {
+            if (blank) lines_blank(log, c, px, lane);
+            else lines_sprite_masks(c.oam, (log.ctrl & CTRL_SPRITE_16) ? 16 : 8, masks, lane);
+        }
+        if (!blank)
+            for (u32 lane = 0; lane < 32; lane++) lines_draw(log, c, masks, px, lane);
+    }
+    return drawn;
+}
+#endif
