@@ -44,13 +44,19 @@ step "parity SMB, regrouped every step by the host sort (BatchConfig::regroup_on
 timeout 120 "$B" --parity 64 --steps 20 --regroup-on-host --rom "$SMB" > "$OUT/parity-smb-host-sort.txt" 2>&1; tail -1 "$OUT/parity-smb-host-sort.txt"
 step "parity SMB, 300 envs in blocks of 256 (the frame's block barriers with a partial block)"
 NESLE_BLOCK=256 timeout 120 "$B" --parity 300 --steps 10 --rom "$SMB" > "$OUT/parity-smb-block256.txt" 2>&1; tail -1 "$OUT/parity-smb-block256.txt"
+step "parity SMB with pictures: drawn line by line after the frame (BatchConfig::draw_lines, the default), and while it runs"
+timeout 120 "$B" --parity 64 --steps 40 --pixels --rom "$SMB" > "$OUT/parity-smb-pixels.txt" 2>&1; tail -1 "$OUT/parity-smb-pixels.txt"
+timeout 120 "$B" --parity 64 --steps 40 --frameskip 1 --press-start 40 --pixels --rom "$SMB" > "$OUT/parity-smb-pixels-start.txt" 2>&1; tail -1 "$OUT/parity-smb-pixels-start.txt"
+timeout 120 "$B" --parity 64 --steps 40 --pixels --draw-in-frame --rom "$SMB" > "$OUT/parity-smb-pixels-in-frame.txt" 2>&1; tail -1 "$OUT/parity-smb-pixels-in-frame.txt"
+timeout 150 "$B" --parity 8 --steps 4 --pixels --test-roms "$TR" > "$OUT/parity-roms-pixels.txt" 2>&1; tail -1 "$OUT/parity-roms-pixels.txt"
 step "parity Tetris"; timeout 60 "$B" --parity 64 --steps 20 --rom "$ROMS/tetris.nes" > "$OUT/parity-tetris.txt" 2>&1; tail -1 "$OUT/parity-tetris.txt"
 step "parity test ROMs"; timeout 150 "$B" --parity 8 --steps 4 --test-roms "$TR" > "$OUT/parity-roms.txt" 2>&1; tail -1 "$OUT/parity-roms.txt"
 for im in sm_90 compute_75; do
   step "image $im"; NESLE_KERNEL_IMAGE=$im timeout 60 "$B" --parity 16 --steps 5 --rom "$SMB" > "$OUT/image-$im.txt" 2>&1; tail -1 "$OUT/image-$im.txt"
 done
 for tool in memcheck racecheck; do
-  step "$tool"; timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "$B" --parity 32 --steps 1 --rom "$SMB" > "$OUT/$tool.txt" 2>&1
+  # With pictures: the step kernel, the line renderer and the redraw all run.
+  step "$tool"; timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "$B" --parity 32 --steps 2 --pixels --rom "$SMB" > "$OUT/$tool.txt" 2>&1
   echo "rc=$?" >> "$OUT/$tool.txt"; tail -2 "$OUT/$tool.txt"
 done
 step synccheck  # the block barriers in nes_run_frame, with a partial block

@@ -17,14 +17,15 @@
 //!   The batch regroups between the frames of a step too (`BatchConfig::regroup_frames`)
 //!   unless `--no-regroup-frames`.
 //!   After the warm-up the device sort's order is checked once against a sort on the host.
-//!   `--draw-lines` (with `--pixels`): the last frame of each step drawn after it ran, line by
-//!   line (`BatchConfig::draw_lines`).
+//!   With `--pixels` the last frame of each step is drawn after it ran, line by line
+//!   (`BatchConfig::draw_lines`), unless `--draw-in-frame` (drawn while it runs).
 //! Parity: `nesle-bench-gpu --parity N [--steps S] [--frameskip F] [--press-start K]
 //!   [--rom PATH | --test-roms DIR]`: N envs of random inputs on the GPU (the first K steps: Start
 //!   at random instead); after every step every env's FlatState must equal nes-core's. With
 //!   `--regroup K` (K > 0) the GPU runs the envs in a new random order (`Batch::set_order`) every
 //!   K steps; without it, the batch regroups by itself as in the throughput runs. `--pixels`
-//!   compares every env's picture with nes-core's too (`--draw-lines`: drawn line by line).
+//!   compares every env's picture with nes-core's too (drawn line by line, or with
+//!   `--draw-in-frame` while the frame runs).
 
 use nes_core::flat::{first_difference, FlatState};
 use nes_core::Console;
@@ -59,7 +60,7 @@ struct Args {
     regroup_on_host: bool,
     /// Not `--no-regroup-frames`.
     regroup_frames: bool,
-    /// `--draw-lines`.
+    /// Not `--draw-in-frame`.
     draw_lines: bool,
 }
 
@@ -82,7 +83,7 @@ fn parse_args() -> Result<Args, String> {
         regroup_by_phase: false,
         regroup_on_host: false,
         regroup_frames: true,
-        draw_lines: false,
+        draw_lines: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -108,7 +109,7 @@ fn parse_args() -> Result<Args, String> {
             "--regroup" => a.regroup = Some(num(val()?)?),
             "--regroup-on-host" => a.regroup_on_host = true,
             "--no-regroup-frames" => a.regroup_frames = false,
-            "--draw-lines" => a.draw_lines = true,
+            "--draw-in-frame" => a.draw_lines = false,
             "--regroup-by" => {
                 a.regroup_by_phase = match val()?.as_str() {
                     "phase" => true,
@@ -261,10 +262,11 @@ fn bench(a: &Args) -> Result<(), String> {
             println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}{regrouped}{grayed}", p, n, a.pixels, rate, wall,
                 if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
             rows.push(format!(
-                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_frames\": {}, \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}}}",
+                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_frames\": {}, \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}, \"drawn\": \"{}\"}}",
                 a.pixels, a.steps, a.warmup, a.frameskip, regroup,
                 if a.regroup_by_phase { "phase" } else if a.regroup_on_host { "instructions, on the host" } else { "instructions, on the device" },
-                a.regroup_frames
+                a.regroup_frames,
+                if !a.pixels { "no pictures" } else if a.draw_lines { "line by line after the frame" } else { "while the frame runs" }
             ));
         }
     }
