@@ -88,6 +88,25 @@ NESLE_FN u32 lines_prerender_dots(const LineLog& log) {
     return log.odd && (log.mask & (MASK_BG | MASK_SPRITE)) ? 340 : 341;
 }
 
+// `v` as line 0's fetches start, split into its vertical bits `vert` and horizontal `hori`: the
+// pre-render line copies t's horizontal bits at dot 257 and its vertical bits on dots 280-304
+// (the last copy wins). `e` and `r`: the events applied so far and the registers they leave.
+NESLE_FN void lines_first_v(const LineLog& log, u32& e, LineRegs& r, u16& vert, u16& hori) {
+    e = 0;
+    r = lines_start_regs(log);
+    lines_apply(log, e, r, 257);
+    hori = r.t & 0x041f;
+    lines_apply(log, e, r, 304);
+    vert = r.t & 0x7be0;
+}
+
+// From line `line` to the next: one fine Y step at dot 256, t's horizontal bits at dot 257.
+NESLE_FN void lines_next_v(const LineLog& log, u32& e, LineRegs& r, u32 pre, u32 line, u16& vert, u16& hori) {
+    vert = ppu_v_increment_y(vert) & 0x7be0;
+    lines_apply(log, e, r, pre + line * PPU_DOTS_PER_LINE + 257);
+    hori = r.t & 0x041f;
+}
+
 // Whether the renderer can draw this frame: its log complete and nothing in it the renderer does
 // not model; then `v`, `t` and fine X at the frame's end as the model has them must be the
 // state's. `blank`: rendering off all frame (every pixel the one colour ppu_blank_pixel shows).
@@ -122,18 +141,12 @@ NESLE_FN bool lines_check(const LineLog& log, const u8* packed, u32 packing, boo
         if ((ev.mask & (MASK_BG | MASK_SPRITE)) == 0) return false;
         if ((ev.ctrl ^ log.ctrl) & (CTRL_SPRITE_TABLE | CTRL_BG_TABLE | CTRL_SPRITE_16)) return false;
     }
-    // `v` through the frame: the pre-render line's copies, then each line's Y step and copy.
-    u32 e = 0;
-    LineRegs r = lines_start_regs(log);
-    lines_apply(log, e, r, 257);
-    u16 hori = r.t & 0x041f;
-    lines_apply(log, e, r, 304);
-    u16 vert = r.t & 0x7be0;
-    for (u32 line = 0; line < 240; line++) {
-        vert = ppu_v_increment_y(vert) & 0x7be0;
-        lines_apply(log, e, r, pre + line * PPU_DOTS_PER_LINE + 257);
-        hori = r.t & 0x041f;
-    }
+    // `v` through the frame.
+    u32 e;
+    LineRegs r;
+    u16 vert, hori;
+    lines_first_v(log, e, r, vert, hori);
+    for (u32 line = 0; line < 240; line++) lines_next_v(log, e, r, pre, line, vert, hori);
     // Line 239's prefetch moves v two tiles on; lines 240-241 leave it.
     u16 v = ppu_v_increment_x(ppu_v_increment_x((u16)(vert | hori)));
     lines_apply(log, e, r, 0xffffffffu);
@@ -180,12 +193,10 @@ NESLE_FN void lines_draw(const LineLog& log, const LineScene& c, const u64* mask
     u32 pre = lines_prerender_dots(log);
     u16 bg_table = (log.ctrl & CTRL_BG_TABLE) ? 0x1000 : 0;
     u32 x0 = lane * 8;
-    u32 e = 0;
-    LineRegs r = lines_start_regs(log);
-    lines_apply(log, e, r, 257);
-    u16 hori = r.t & 0x041f;
-    lines_apply(log, e, r, 304);
-    u16 vert = r.t & 0x7be0;
+    u32 e;
+    LineRegs r;
+    u16 vert, hori;
+    lines_first_v(log, e, r, vert, hori);
     for (u32 line = 0; line < 240; line++) {
         u32 first = pre + line * PPU_DOTS_PER_LINE + 1;  // the dot clock of pixel 0
         lines_apply(log, e, r, first);
@@ -248,10 +259,7 @@ NESLE_FN void lines_draw(const LineLog& log, const LineScene& c, const u64* mask
             out |= (u64)(c.palette[index] & grey) << (8 * i);
         }
         nes_store8(pixels + line * 256 + x0, out);
-        // Dot 256: one line down; dot 257: the horizontal bits from t.
-        vert = ppu_v_increment_y(vert) & 0x7be0;
-        lines_apply(log, e, r, first - 1 + 257);
-        hori = r.t & 0x041f;
+        lines_next_v(log, e, r, pre, line, vert, hori);
     }
 }
 

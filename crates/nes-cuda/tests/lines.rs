@@ -4,17 +4,9 @@
 //! leaving them to a redraw, so a renderer that gave up on everything would fail too.
 
 use nes_cuda::{host, RomImage, PIXELS_PER_ENV};
-use std::path::PathBuf;
 
 mod common;
-use common::Rng;
-
-fn rom(name: &str) -> Option<Vec<u8>> {
-    let dir = std::env::var("NESLE_ROM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms"));
-    std::fs::read(dir.join(name)).ok()
-}
+use common::{rom, test_roms, Rng};
 
 fn game(name: &str) -> Vec<u8> {
     rom(name).unwrap_or_else(|| panic!("{name} missing: `python -m nesle roms fetch smb tetris` (or set NESLE_ROM_DIR)"))
@@ -78,26 +70,13 @@ fn games_drawn_line_by_line_match_the_drawn_ones() {
 
 #[test]
 fn test_roms_drawn_line_by_line_match_the_drawn_ones() {
-    let dir = std::env::var("NESLE_TEST_ROMS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/test-roms"));
-    let mut stack = vec![dir];
-    let (mut roms, mut by_lines, mut frames) = (0, 0, 0);
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "nes") {
-                by_lines += lines_alike(&p.display().to_string(), &std::fs::read(&p).unwrap(), 2, 60, 4);
-                frames += 2 * 60;
-                roms += 1;
-            }
-        }
-    }
-    assert!(roms > 0);
+    let roms = test_roms();
+    let by_lines: usize = roms
+        .iter()
+        .map(|p| lines_alike(&p.display().to_string(), &std::fs::read(p).unwrap(), 2, 60, 4))
+        .sum();
     // Most test ROMs show a still picture, rendering on or off all frame.
-    at_least("test ROMs", by_lines, frames, 0.5);
+    at_least("test ROMs", by_lines, roms.len() * 2 * 60, 0.5);
 }
 
 /// A 6502 program built byte by byte, with backward branches to labels.

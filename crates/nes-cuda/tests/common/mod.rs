@@ -4,3 +4,36 @@
 #[path = "../../../nes-core/examples/common/rng.rs"]
 mod rng;
 pub use rng::Rng;
+
+use std::path::PathBuf;
+
+/// A game ROM from the nesle cache (or NESLE_ROM_DIR), if there.
+#[allow(dead_code)] // not every test crate that shares this module reads ROMs
+pub fn rom(name: &str) -> Option<Vec<u8>> {
+    let dir = std::env::var("NESLE_ROM_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms"));
+    std::fs::read(dir.join(name)).ok()
+}
+
+/// Every .nes file under the test ROM folder (NESLE_TEST_ROMS, default ../shared/test-roms).
+#[allow(dead_code)]
+pub fn test_roms() -> Vec<PathBuf> {
+    let dir = std::env::var("NESLE_TEST_ROMS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/test-roms"));
+    let mut stack = vec![dir];
+    let mut found = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "nes") {
+                found.push(p);
+            }
+        }
+    }
+    assert!(!found.is_empty(), "no test ROMs found");
+    found
+}
