@@ -139,6 +139,7 @@ struct LineLog {
     LineEvent events[LINE_EVENTS];
 };
 static_assert(sizeof(LineEvent) == 12 && sizeof(LineLog) == 768, "launch.rs LINE_LOG_BYTES");
+static_assert(__builtin_offsetof(LineLog, flags) == 20 && LINES_REDRAW == 2, "launch.rs LINE_LOG_FLAGS_AT, LINES_REDRAW");
 
 // A frame the renderer cannot draw from its log (a CHR bank or mirroring change while drawn;
 // the other hooks are in ppu.cuh, lines_log_*).

@@ -5,7 +5,7 @@
 //! start states for masked resets. The host sees them only when asked (`states_to_host`,
 //! `ram_to_host`, ...); zero-copy consumers get raw addresses from [`Batch::device_pointers`].
 
-use crate::launch::{self, Gpu, LINE_LOG_BYTES};
+use crate::launch::{self, Gpu, LINES_REDRAW, LINE_LOG_BYTES, LINE_LOG_FLAGS_AT};
 use crate::packed::Packing;
 use crate::{Error, FlatState, RomImage, PIXELS_PER_ENV};
 use cudarc::driver::CudaSlice;
@@ -273,6 +273,18 @@ impl Batch {
         let mut out = vec![0u32; self.n_envs];
         self.gpu.stream.memcpy_dtoh(&self.ran.slice(0..self.n_envs), &mut out).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         Ok(out)
+    }
+
+    /// With pictures drawn line by line ([`BatchConfig::draw_lines`]): how many envs' last
+    /// drawn frame the line renderer left to be run again, drawing as it ran (frames it does not
+    /// model, e.g. rendering off while the palette is written); `None` when the batch draws
+    /// while running. Counts the last step that drew; waits for the work queued before it.
+    pub fn redrawn_to_host(&self) -> Result<Option<usize>, Error> {
+        let Some((_, logs)) = &self.lines else { return Ok(None) };
+        let mut out = vec![0u8; self.n_envs * LINE_LOG_BYTES];
+        self.gpu.download(logs, 0, &mut out)?;
+        let flags = |l: &[u8]| u32::from_le_bytes(l[LINE_LOG_FLAGS_AT..LINE_LOG_FLAGS_AT + 4].try_into().unwrap());
+        Ok(Some(out.chunks(LINE_LOG_BYTES).filter(|l| flags(l) & LINES_REDRAW != 0).count()))
     }
 
     /// Orders the envs by their instructions in the last frame ([`Batch::set_order`]), so each

@@ -71,6 +71,9 @@ pub(crate) fn host_step(
 
 /// kernels/console_types.cuh's `LineLog`: the bytes of one env's record of a drawn frame.
 pub(crate) const LINE_LOG_BYTES: usize = 768;
+/// Where `LineLog::flags` (a little-endian u32) lies in one, and its LINES_REDRAW bit.
+pub(crate) const LINE_LOG_FLAGS_AT: usize = 20;
+pub(crate) const LINES_REDRAW: u32 = 2;
 
 /// [`host_step`] with the picture drawn after the last frame, line by line, as
 /// `BatchConfig::draw_lines` makes the GPU draw it: the frames before the last, a copy of the

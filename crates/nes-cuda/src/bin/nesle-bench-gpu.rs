@@ -252,17 +252,24 @@ fn bench(a: &Args) -> Result<(), String> {
             let chunk_rates = chunks.iter().map(|r| format!("{r:.1}")).collect::<Vec<_>>().join(", ");
             let rate = (n * a.steps) as f64 / wall;
             let faults = batch.states_to_host().map_err(|e| e.to_string())?.iter().filter(|s| s.cpu_fault != 0).count();
+            // Envs whose last frame the line renderer left to a redraw (null: not drawn that way).
+            let redrawn = batch.redrawn_to_host().map_err(|e| e.to_string())?;
+            let redrawn_json = redrawn.map_or("null".to_string(), |k| k.to_string());
             let regrouped = if regroup > 0 && a.regroup_by_phase {
                 format!("  (regrouped by phase every {regroup} steps: {regroup_s:.3} s of it; without: {:.0} env-steps/s)",
                     (n * a.steps) as f64 / (wall - regroup_s))
             } else {
                 String::new()
             };
-            let grayed = if a.pixels { format!("  (84x84 gray: {gray_s:.3} s of it)") } else { String::new() };
+            let grayed = match (a.pixels, redrawn) {
+                (false, _) => String::new(),
+                (true, None) => format!("  (84x84 gray: {gray_s:.3} s of it)"),
+                (true, Some(k)) => format!("  (84x84 gray: {gray_s:.3} s of it; last step: {k} envs redrawn)"),
+            };
             println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}{regrouped}{grayed}", p, n, a.pixels, rate, wall,
                 if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
             rows.push(format!(
-                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_frames\": {}, \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}, \"drawn\": \"{}\"}}",
+                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_frames\": {}, \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}, \"drawn\": \"{}\", \"redrawn_last_step\": {redrawn_json}}}",
                 a.pixels, a.steps, a.warmup, a.frameskip, regroup,
                 if a.regroup_by_phase { "phase" } else if a.regroup_on_host { "instructions, on the host" } else { "instructions, on the device" },
                 a.regroup_frames,
