@@ -114,21 +114,25 @@ NESLE_FN void ppu_log(Nes& n, u8 kind, u16 addr, u8 value, u64 cycle) {
 
 // What the line renderer (kernels/lines.cuh) needs of a frame besides the state after it: the
 // PPU's scroll and control registers at dot 0 of the pre-render line, where drawing starts, and
-// after each write to $2000, $2001, $2005 or $2006 from there on, with the dot clock it took
-// effect at (the PPU may stand behind the CPU; a dot after that clock sees the write). Anything
-// else the picture could depend on that changes from there on marks the frame LINES_REDRAW, to
-// be drawn again by running it once more from a copy of the state before it: `v` moved by the
-// CPU (`$2006`, `$2007`) while rendering is on, or into or out of the palette (whose colour a
-// frame with rendering off shows), OAM, a CHR bank or the mirroring, more than LINE_EVENTS
-// writes.
-#define LINE_EVENTS 62
+// an event for each change from there on, with the dot clock it took effect at (the PPU may
+// stand behind the CPU; a dot after that clock sees it): a write to $2000, $2001, $2005 or
+// $2006; with rendering off, a `$2007` access that moves `v` into or out of the palette (whose
+// colour such a frame shows where `v` points into it) and each palette write (with the value
+// it replaced, so the palette at any dot follows from the one after the frame). Anything else
+// the picture could depend on that changes from there on marks the frame LINES_REDRAW, to be
+// drawn again by running it once more from a copy of the state before it: `v` moved by the CPU
+// while rendering is on, OAM, a CHR bank or the mirroring, more than LINE_EVENTS events.
+#define LINE_EVENTS 126
 #define LINES_STARTED 1u
 #define LINES_REDRAW 2u
+#define LINE_EV_REGS 0     // a register write
+#define LINE_EV_V 1        // `v` moved by a `$2007` access
+#define LINE_EV_PALETTE 2  // palette entry `index`: `old` -> `value` (then `v` moved on)
 struct LineEvent {
     u32 dot;  // PPU dot clock - LineLog::start
-    u16 t;
-    u8 x, ctrl, mask;
-    u8 pad[3];
+    u16 t, v;  // the registers after the event
+    u8 x, ctrl, mask, kind;
+    u8 index, old, value, pad;
 };
 struct LineLog {
     u64 start;  // the PPU's dot clock at dot 0 of the pre-render line
@@ -138,7 +142,7 @@ struct LineLog {
     u32 flags;  // LINES_*
     LineEvent events[LINE_EVENTS];
 };
-static_assert(sizeof(LineEvent) == 12 && sizeof(LineLog) == 768, "launch.rs LINE_LOG_BYTES");
+static_assert(sizeof(LineEvent) == 16 && sizeof(LineLog) == 2040, "launch.rs LINE_LOG_BYTES");
 static_assert(__builtin_offsetof(LineLog, flags) == 20 && LINES_REDRAW == 2, "launch.rs LINE_LOG_FLAGS_AT, LINES_REDRAW");
 
 // A frame the renderer cannot draw from its log (a CHR bank or mirroring change while drawn;

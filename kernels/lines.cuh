@@ -17,6 +17,9 @@
 // line, one fine Y step a line after that (ppu_render_dot). A line's sprites are the first 8 in
 // OAM in range of the line before (its evaluation), fetched as ppu_sprite_fetch does.
 //
+// A frame with rendering off all frame shows the backdrop, or the palette entry `v` points at
+// (ppu_blank_pixel): drawn from the log's `v` moves and palette writes (lines_blank).
+//
 // A frame the renderer does not model (`v` moved by the CPU while rendering, an OAM write, a bank
 // change, rendering switched on or off while drawn, a frame cut short by a fault, ...) is
 // marked LINES_REDRAW and drawn again by `nesle_redraw`, which runs it once more, drawing as it
@@ -66,18 +69,18 @@ NESLE_FN u8 lines_chr(const LineScene& c, u32 addr) { return c.chr[c.chr_map[(ad
 
 // The registers the pixels depend on, as of some dot.
 struct LineRegs {
-    u16 t;
+    u16 t, v;
     u8 x, ctrl, mask;
 };
 
-NESLE_FN LineRegs lines_start_regs(const LineLog& log) { return LineRegs{log.t, log.x, log.ctrl, log.mask}; }
+NESLE_FN LineRegs lines_start_regs(const LineLog& log) { return LineRegs{log.t, log.v, log.x, log.ctrl, log.mask}; }
 
 // Applies the events before dot clock `dot` (relative to the pre-render line's dot 0) from `e` on.
 NESLE_FN void lines_apply(const LineLog& log, u32& e, LineRegs& r, u32 dot) {
     u32 count = log.count;
     while (e < count && log.events[e].dot < dot) {
         const LineEvent& ev = log.events[e];
-        r = LineRegs{ev.t, ev.x, ev.ctrl, ev.mask};
+        r = LineRegs{ev.t, ev.v, ev.x, ev.ctrl, ev.mask};
         e++;
     }
 }
@@ -109,7 +112,7 @@ NESLE_FN void lines_next_v(const LineLog& log, u32& e, LineRegs& r, u32 pre, u32
 
 // Whether the renderer can draw this frame: its log complete and nothing in it the renderer does
 // not model; then `v`, `t` and fine X at the frame's end as the model has them must be the
-// state's. `blank`: rendering off all frame (every pixel the one colour ppu_blank_pixel shows).
+// state's. `blank`: rendering off all frame (lines_blank draws it).
 NESLE_FN bool lines_check(const LineLog& log, const u8* packed, u32 packing, bool& blank) {
     u32 flags = log.flags;
     if (!(flags & LINES_STARTED) || (flags & LINES_REDRAW) || log.count > LINE_EVENTS) return false;
@@ -122,22 +125,24 @@ NESLE_FN bool lines_check(const LineLog& log, const u8* packed, u32 packing, boo
     u8 end_x = *LINES_FIELD(packed, packing, ppu_x);
     blank = (log.mask & (MASK_BG | MASK_SPRITE)) == 0;
     if (blank) {
-        // Rendering stays off and the greyscale bit put while drawn; `v` may have moved, never
-        // into the palette (lines_log_vram), so every pixel is the backdrop.
+        // Rendering stays off while drawn (lines_blank draws the rest, `v` and the palette as
+        // they move).
         for (u32 i = 0; i < log.count; i++) {
             const LineEvent& ev = log.events[i];
             if (ev.dot >= drawn_end) break;
-            if ((ev.mask & (MASK_BG | MASK_SPRITE)) || ((ev.mask ^ log.mask) & MASK_GREY)) return false;
+            if (ev.mask & (MASK_BG | MASK_SPRITE)) return false;
         }
         LineRegs r = lines_start_regs(log);
         u32 e = 0;
         lines_apply(log, e, r, 0xffffffffu);
         return r.t == end_t && r.x == end_x;
     }
-    // Rendering stays on and the pattern tables and sprite size stay put while drawn.
+    // Rendering stays on and the pattern tables and sprite size stay put while drawn; no `$2007`
+    // access moved `v` or wrote the palette (with rendering off, after drawing).
     for (u32 i = 0; i < log.count; i++) {
         const LineEvent& ev = log.events[i];
-        if (ev.dot >= drawn_end) break;
+        if (ev.kind != LINE_EV_REGS) return false;
+        if (ev.dot >= drawn_end) continue;
         if ((ev.mask & (MASK_BG | MASK_SPRITE)) == 0) return false;
         if ((ev.ctrl ^ log.ctrl) & (CTRL_SPRITE_TABLE | CTRL_BG_TABLE | CTRL_SPRITE_16)) return false;
     }
@@ -263,13 +268,36 @@ NESLE_FN void lines_draw(const LineLog& log, const LineScene& c, const u64* mask
     }
 }
 
-// Rendering off all frame: lane `lane`'s 8 pixels of every line in the colour ppu_blank_pixel
-// draws (the backdrop, or the palette entry `v` points at).
+// Rendering off all frame: lane `lane`'s 8 pixels of every line as ppu_blank_pixel draws them,
+// the backdrop or, where `v` points into the palette, that entry, with `v`, the palette and
+// PPUMASK's greyscale bit as of each pixel's dot. The palette at the start is the one after the
+// frame with the frame's palette writes undone, last first.
 NESLE_FN void lines_blank(const LineLog& log, const LineScene& c, u8* pixels, u32 lane) {
-    u16 index = (log.v & 0x3f00) == 0x3f00 ? (u16)ppu_palette_index(log.v) : 0;
-    u8 grey = (log.mask & MASK_GREY) ? 0x30 : 0x3f;
-    u64 colour = (u64)(c.palette[index] & grey) * 0x0101010101010101ull;
-    for (u32 line = 0; line < 240; line++) nes_store8(pixels + line * 256 + lane * 8, colour);
+    u8 palette[32];
+    for (u32 i = 0; i < 32; i++) palette[i] = c.palette[i];
+    for (u32 i = log.count; i-- > 0;) {
+        const LineEvent& ev = log.events[i];
+        if (ev.kind == LINE_EV_PALETTE) palette[ev.index] = ev.old;
+    }
+    u32 e = 0;
+    LineRegs r = lines_start_regs(log);
+    for (u32 line = 0; line < 240; line++) {
+        u32 first = 341 + line * PPU_DOTS_PER_LINE + 1;  // no dot skipped with rendering off
+        u64 out = 0;
+        for (u32 i = 0; i < 8; i++) {
+            u32 dot = first + lane * 8 + i;
+            while (e < log.count && log.events[e].dot < dot) {
+                const LineEvent& ev = log.events[e];
+                if (ev.kind == LINE_EV_PALETTE) palette[ev.index] = ev.value;
+                r = LineRegs{ev.t, ev.v, ev.x, ev.ctrl, ev.mask};
+                e++;
+            }
+            u32 index = (r.v & 0x3f00) == 0x3f00 ? ppu_palette_index(r.v) : 0;
+            u8 grey = (r.mask & MASK_GREY) ? 0x30 : 0x3f;
+            out |= (u64)(palette[index] & grey) << (8 * i);
+        }
+        nes_store8(pixels + line * 256 + lane * 8, out);
+    }
 }
 
 // Env `env`'s frame by a redraw: from its packed state before the frame (`snapshot`, used as

@@ -38,57 +38,6 @@
 
 NESLE_FN bool ppu_rendering(const FlatState& s) { return (s.ppu_mask & (MASK_BG | MASK_SPRITE)) != 0; }
 
-// The line renderer's log (console_types.cuh LineLog, kernels/lines.cuh). Out of line, and only
-// reached on the drawn frame (`n.line_log` set): the register functions carry just a null test.
-NESLE_DEV void lines_log_start(Nes& n) {
-    const FlatState& s = n.st;
-    LineLog* l = n.line_log;
-    l->start = s.ppu_dot_clock;
-    l->t = s.ppu_t;
-    l->v = s.ppu_v;
-    l->x = s.ppu_x;
-    l->ctrl = s.ppu_ctrl;
-    l->mask = s.ppu_mask;
-    l->odd = s.ppu_odd_frame;
-    l->count = 0;
-    l->flags |= LINES_STARTED;
-}
-
-// The CPU moved `v` (a `$2006` write's second half, a `$2007` access) while drawing: harmless
-// only with rendering off (the frame is then one colour, or drawn again) and away from the
-// palette. `v` never was in the palette before this if the frame started outside it and every
-// earlier move left it outside, so no palette write gets past this either.
-NESLE_DEV void lines_log_vram(Nes& n) {
-    const FlatState& s = n.st;
-    LineLog* l = n.line_log;
-    if (!(l->flags & LINES_STARTED)) return;
-    if (ppu_rendering(s) || (l->v & 0x3f00) == 0x3f00 || (s.ppu_v & 0x3f00) == 0x3f00) l->flags |= LINES_REDRAW;
-}
-
-// After a CPU write to PPU register `addr` took effect.
-NESLE_DEV void lines_log_write(Nes& n, u16 addr) {
-    LineLog* l = n.line_log;
-    if (!(l->flags & LINES_STARTED)) return;  // before drawing starts: the state at the start covers it
-    const FlatState& s = n.st;
-    u32 r = addr & 7;
-    if (r == 2) return;
-    if (r == 7) {
-        lines_log_vram(n);
-        return;
-    }
-    if (r == 3 || r == 4 || l->count == LINE_EVENTS) {
-        l->flags |= LINES_REDRAW;
-        return;
-    }
-    LineEvent& e = l->events[l->count++];
-    e.dot = (u32)(s.ppu_dot_clock - l->start);
-    e.t = s.ppu_t;
-    e.x = s.ppu_x;
-    e.ctrl = s.ppu_ctrl;
-    e.mask = s.ppu_mask;
-    if (r == 6 && !s.ppu_w) lines_log_vram(n);  // the second write: v = t
-}
-
 // NMI output level: VBL flag AND NMI enable; the CPU edge-detects it.
 NESLE_FN bool ppu_nmi(const FlatState& s) {
     return (s.ppu_status & STATUS_VBLANK) != 0 && (s.ppu_ctrl & CTRL_NMI) != 0;
@@ -110,6 +59,99 @@ NESLE_FN u8 ppu_palette_read(const FlatState& s, u16 addr) {
 }
 
 NESLE_FN void ppu_palette_write(FlatState& s, u16 addr, u8 v) { s.ppu_palette[ppu_palette_index(addr)] = v & 0x3f; }
+
+// The line renderer's log (console_types.cuh LineLog, kernels/lines.cuh). Out of line, and only
+// reached on the drawn frame (`n.line_log` set): the register functions carry just a null test.
+NESLE_DEV void lines_log_start(Nes& n) {
+    const FlatState& s = n.st;
+    LineLog* l = n.line_log;
+    l->start = s.ppu_dot_clock;
+    l->t = s.ppu_t;
+    l->v = s.ppu_v;
+    l->x = s.ppu_x;
+    l->ctrl = s.ppu_ctrl;
+    l->mask = s.ppu_mask;
+    l->odd = s.ppu_odd_frame;
+    l->count = 0;
+    l->flags |= LINES_STARTED;
+}
+
+// Appends an event with the registers as they are now; null when the log is full (the frame is
+// then drawn again).
+NESLE_DEV LineEvent* lines_log_event(Nes& n, u8 kind) {
+    const FlatState& s = n.st;
+    LineLog* l = n.line_log;
+    if (l->count == LINE_EVENTS) {
+        l->flags |= LINES_REDRAW;
+        return nullptr;
+    }
+    LineEvent& e = l->events[l->count++];
+    e.dot = (u32)(s.ppu_dot_clock - l->start);
+    e.t = s.ppu_t;
+    e.v = s.ppu_v;
+    e.x = s.ppu_x;
+    e.ctrl = s.ppu_ctrl;
+    e.mask = s.ppu_mask;
+    e.kind = kind;
+    return &e;
+}
+
+// A `$2007` access moved `v` on (after it): while rendering, not modelled; else an event when
+// `v` was or is in the palette (the colour a frame with rendering off shows), folded into the
+// palette write it followed.
+NESLE_DEV void lines_log_vram(Nes& n) {
+    const FlatState& s = n.st;
+    LineLog* l = n.line_log;
+    if (!(l->flags & LINES_STARTED)) return;
+    if (ppu_rendering(s)) {
+        l->flags |= LINES_REDRAW;
+        return;
+    }
+    u16 before = (u16)((s.ppu_v - ((s.ppu_ctrl & CTRL_INC32) ? 32 : 1)) & 0x7fff);
+    if ((before & 0x3f00) != 0x3f00 && (s.ppu_v & 0x3f00) != 0x3f00) return;
+    u64 dot = s.ppu_dot_clock - l->start;
+    if (l->count > 0) {
+        LineEvent& last = l->events[l->count - 1];
+        if (last.kind == LINE_EV_PALETTE && last.dot == dot) {
+            last.v = s.ppu_v;
+            return;
+        }
+    }
+    lines_log_event(n, LINE_EV_V);
+}
+
+// A CPU write of `value` to palette address `a`, before it lands.
+NESLE_DEV void lines_log_palette(Nes& n, u16 a, u8 value) {
+    LineLog* l = n.line_log;
+    if (!(l->flags & LINES_STARTED)) return;
+    u32 i = ppu_palette_index(a);
+    u8 old = n.st.ppu_palette[i];
+    LineEvent* e = lines_log_event(n, LINE_EV_PALETTE);
+    if (!e) return;
+    e->index = (u8)i;
+    e->old = old;
+    e->value = value & 0x3f;
+}
+
+// After a CPU write to PPU register `addr` took effect.
+NESLE_DEV void lines_log_write(Nes& n, u16 addr) {
+    LineLog* l = n.line_log;
+    if (!(l->flags & LINES_STARTED)) return;  // before drawing starts: the state at the start covers it
+    const FlatState& s = n.st;
+    u32 r = addr & 7;
+    if (r == 2) return;
+    if (r == 7) {
+        lines_log_vram(n);
+        return;
+    }
+    if (r == 3 || r == 4) {
+        l->flags |= LINES_REDRAW;
+        return;
+    }
+    lines_log_event(n, LINE_EV_REGS);
+    // The second `$2006` write moved `v`: not modelled while rendering.
+    if (r == 6 && !s.ppu_w && ppu_rendering(s)) l->flags |= LINES_REDRAW;
+}
 
 // `v` one tile right (the coarse X increment after each background tile).
 NESLE_FN u16 ppu_v_increment_x(u16 v) { return (v & 0x001f) == 31 ? (u16)((v & ~0x001f) ^ 0x0400) : (u16)(v + 1); }
@@ -1441,6 +1483,7 @@ NESLE_DEV void ppu_cpu_write(Nes& n, u16 addr, u8 v) {
         default: {
             u16 a = s.ppu_v & 0x3fff;
             if (a >= 0x3f00) {
+                if (n.line_log) lines_log_palette(n, a, v);
                 ppu_palette_write(s, a, v);
                 cart_ppu_addr(n, a, s.ppu_dot_clock);
             } else {

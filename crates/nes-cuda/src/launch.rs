@@ -70,7 +70,7 @@ pub(crate) fn host_step(
 }
 
 /// kernels/console_types.cuh's `LineLog`: the bytes of one env's record of a drawn frame.
-pub(crate) const LINE_LOG_BYTES: usize = 768;
+pub(crate) const LINE_LOG_BYTES: usize = 2040;
 /// Where `LineLog::flags` (a little-endian u32) lies in one, and its LINES_REDRAW bit.
 pub(crate) const LINE_LOG_FLAGS_AT: usize = 20;
 pub(crate) const LINES_REDRAW: u32 = 2;
