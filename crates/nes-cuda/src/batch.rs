@@ -38,7 +38,7 @@ pub struct BatchConfig {
     /// With pixels: run each step's last frame undrawn, then draw it line by line, a warp an
     /// env (kernels/lines.cuh; the default), instead of drawing it while it runs: the same
     /// pictures (a frame the line renderer does not model runs again, drawn as it runs, from a
-    /// copy of the state before it). Costs 768 bytes and a copy of the state per env; protocol
+    /// copy of the state before it). Costs 2,040 bytes and a copy of the state per env; protocol
     /// B + 84x84 gray on an H200 +79% (kernel-notes #74).
     pub draw_lines: bool,
 }
