@@ -67,7 +67,8 @@ def _batch(backend: str, rom: bytes, n: int):
         ok, why = nesle.vector.cuda_available()
         if not ok:
             raise BackendUnavailableError(f"backend 'cuda' is not available: {why}")
-        # No picture buffer until a protocol turns pixels on (60 KiB per env).
+        # No picture buffer until a protocol turns pixels on (60 KiB per env, and a second copy
+        # of the state for drawing after the frame).
         return _Synced(nesle._native.CudaBatch(rom, n, render=False))
     raise BackendUnavailableError(f"backend {backend!r} is not available (cpu, cuda)")
 

@@ -126,7 +126,8 @@ def make_batch(
 ) -> Any:
     """The native batch for ``backend``: ``"cpu"``, ``"cuda"``, or ``"auto"`` (CUDA when
     :func:`cuda_available`, else CPU; logged at INFO on the "nesle" logger). ``render=False``
-    spares the CUDA backend its picture buffer (60 KiB per env) until something draws.
+    spares the CUDA backend its picture buffer (60 KiB per env, and a second copy of the state
+    for drawing after the frame) until something draws.
     ``regroup_every``: the CUDA batch's regrouping of envs into warps (``CudaBatch``; 0: never);
     the CPU backend runs one env at a time and has nothing to regroup."""
     if backend not in BACKENDS:
