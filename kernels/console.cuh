@@ -128,16 +128,6 @@ NESLE_FN bool nes_frame_step(Nes& n, u32& steps) {
     return false;
 }
 
-// Runs until the PPU enters vertical blank (line 241, dot 1): one whole frame. The PPU and APU
-// are caught up on every exit (Console::run_frame), so the state is exact between frames.
-// Games wait for the NMI in a `JMP` to itself (SMB: a third of its cycles in play): once an
-// iteration of it leaves the CPU at rest, the following ones up to the next cycle where an
-// interrupt line may change are skipped in bulk, each counted as a step (nes-core perf #21).
-// SMB's sprite-0 wait (`LDA $2002; AND #$40; BEQ`) is skipped the same way, up to the first
-// read that could see a status bit change (#35). Returns the instructions it ran (the loop's
-// rounds, skipped iterations not counted): a measure of the frame's work for regrouping (#21).
-// A thread without an env (`active` false: past the last env in the launch's last block) only
-// takes part in the warp's votes and the block's barriers.
 // nes_run_frame's loop for one thread on its own: no votes, no barriers (the host build, and
 // the redraw kernel, where only some threads run a frame).
 NESLE_FN u32 nes_frame_loop_alone(Nes& n, u32& steps) {
@@ -162,6 +152,16 @@ NESLE_DEV void nes_run_frame_alone(Nes& n) {
     s.ppu_frame_complete = 0;
 }
 
+// Runs until the PPU enters vertical blank (line 241, dot 1): one whole frame. The PPU and APU
+// are caught up on every exit (Console::run_frame), so the state is exact between frames.
+// Games wait for the NMI in a `JMP` to itself (SMB: a third of its cycles in play): once an
+// iteration of it leaves the CPU at rest, the following ones up to the next cycle where an
+// interrupt line may change are skipped in bulk, each counted as a step (nes-core perf #21).
+// SMB's sprite-0 wait (`LDA $2002; AND #$40; BEQ`) is skipped the same way, up to the first
+// read that could see a status bit change (#35). Returns the instructions it ran (the loop's
+// rounds, skipped iterations not counted): a measure of the frame's work for regrouping (#21).
+// A thread without an env (`active` false: past the last env in the launch's last block) only
+// takes part in the warp's votes and the block's barriers.
 NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
     FlatState& s = n.st;
     u64 start = 0;

@@ -182,14 +182,7 @@ fn bench(a: &Args) -> Result<(), String> {
             let regroup = a.regroup.unwrap_or(REGROUP_EVERY as usize);
             // By instructions the batch regroups by itself; by phase the loop below does it.
             let every = if a.regroup_by_phase { 0 } else { regroup as u32 };
-            let cfg = BatchConfig {
-                device: a.device,
-                pixels: a.pixels,
-                regroup_every: every,
-                regroup_on_device: !a.regroup_on_host,
-                regroup_frames: a.regroup_frames,
-                draw_lines: a.draw_lines,
-            };
+            let cfg = batch_config(a, every);
             let mut batch = match Batch::with_state(image, n, cfg, &start) {
                 Ok(b) => b,
                 Err(e @ Error::OutOfMemory { .. }) => {
@@ -317,6 +310,18 @@ fn check_device_sort(batch: &mut Batch) -> Result<(), String> {
     }
 }
 
+/// The batch the flags ask for, regrouping every `regroup_every` steps.
+fn batch_config(a: &Args, regroup_every: u32) -> BatchConfig {
+    BatchConfig {
+        device: a.device,
+        pixels: a.pixels,
+        regroup_every,
+        regroup_on_device: !a.regroup_on_host,
+        regroup_frames: a.regroup_frames,
+        draw_lines: a.draw_lines,
+    }
+}
+
 /// Runs `n` envs of `rom` on the GPU and on nes-core; compares every state after each step.
 fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<String, String> {
     let image = RomImage::new(rom).map_err(|e| e.to_string())?;
@@ -325,14 +330,7 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
     // A random order every K steps (`--regroup K`) in place of the batch's own regrouping.
     let shuffle_every = a.regroup.unwrap_or(0);
     let every = if a.regroup.is_some() { 0 } else { REGROUP_EVERY };
-    let config = BatchConfig {
-        device: a.device,
-        pixels: a.pixels,
-        regroup_every: every,
-        regroup_on_device: !a.regroup_on_host,
-        regroup_frames: a.regroup_frames,
-        draw_lines: a.draw_lines,
-    };
+    let config = batch_config(a, every);
     let mut batch = Batch::with_state(image.clone(), n, config, &start)
         .map_err(|e| e.to_string())?;
     let mut cores: Vec<Console> = (0..n).map(|_| Console::new(rom).unwrap()).collect();
