@@ -3,7 +3,8 @@
 //! Throughput: `nesle-bench-gpu [--envs 1,4096,16384,65536,131072] [--protocols A,B] [--pixels]
 //!   (--pixels: B+pixels, the 84x84 grayscale observation made on the device every step; the
 //!   time of that pass is reported apart, `gray_s`, the device synchronized before and after it)
-//!   [--rom PATH] [--out bench-gpu.json]`: SMB from the first frame of World 1-1 in every env,
+//!   [--rom PATH] [--out bench-gpu.json]`: SMB from the first frame of World 1-1 in every env
+//!   (`--boot-frames N`: any ROM, from power-on plus N frames without input),
 //!   frameskip 4, 30 warm-up + 200 timed steps, device synchronized after every step;
 //!   throughput = envs x timed steps / wall seconds. Every 25 timed steps the rate of those
 //!   steps goes to stderr (and to the JSON as `chunk_rates`): protocol B slows down as the
@@ -62,6 +63,9 @@ struct Args {
     regroup_frames: bool,
     /// Not `--draw-in-frame`.
     draw_lines: bool,
+    /// `--boot-frames N`: start from power-on plus N frames without input (any ROM) instead of
+    /// SMB's World 1-1.
+    boot_frames: Option<usize>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -84,6 +88,7 @@ fn parse_args() -> Result<Args, String> {
         regroup_on_host: false,
         regroup_frames: true,
         draw_lines: true,
+        boot_frames: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -110,6 +115,7 @@ fn parse_args() -> Result<Args, String> {
             "--regroup-on-host" => a.regroup_on_host = true,
             "--no-regroup-frames" => a.regroup_frames = false,
             "--draw-in-frame" => a.draw_lines = false,
+            "--boot-frames" => a.boot_frames = Some(num(val()?)?),
             "--regroup-by" => {
                 a.regroup_by_phase = match val()?.as_str() {
                     "phase" => true,
@@ -165,14 +171,29 @@ fn world_1_1(rom: &[u8]) -> Result<(FlatState, usize), String> {
             return Ok((c.to_flat(), frame + 1));
         }
     }
-    Err("SMB never reached World 1-1 gameplay in 1200 frames (is this the gym-super-mario-bros ROM?)".into())
+    Err("SMB never reached World 1-1 gameplay in 1200 frames (is this the gym-super-mario-bros ROM? \
+         --boot-frames N starts any other ROM)"
+        .into())
+}
+
+/// Any ROM: the state after `frames` frames from power-on without input.
+fn after_boot(rom: &[u8], frames: usize) -> Result<FlatState, String> {
+    let mut c = Console::new(rom).map_err(|e| e.to_string())?;
+    c.run_frames(frames);
+    Ok(c.to_flat())
 }
 
 fn bench(a: &Args) -> Result<(), String> {
     let path = smb_path(a);
     let rom = std::fs::read(&path).map_err(|e| format!("{}: {e} (set --rom or NESLE_ROM_DIR)", path.display()))?;
-    let (start, boot_frames) = world_1_1(&rom)?;
-    println!("SMB World 1-1 start reached after {boot_frames} frames; frameskip {}, {} warm-up + {} timed steps", a.frameskip, a.warmup, a.steps);
+    let (start, start_name) = match a.boot_frames {
+        Some(f) => (after_boot(&rom, f)?, format!("{f} frames after power-on, no input")),
+        None => {
+            let (s, f) = world_1_1(&rom)?;
+            (s, format!("World 1-1, first gameplay frame ({f} frames after power-on)"))
+        }
+    };
+    println!("start: {start_name}; frameskip {}, {} warm-up + {} timed steps", a.frameskip, a.warmup, a.steps);
     let mut rows = Vec::new();
     let mut device = String::new();
     println!("{:>9} {:>9} {:>7} {:>16} {:>10}", "protocol", "envs", "pixels", "env-steps/s", "wall s");
@@ -271,7 +292,7 @@ fn bench(a: &Args) -> Result<(), String> {
         }
     }
     let json = format!(
-        "{{\n  \"device\": \"{}\",\n  \"rom\": \"{}\",\n  \"start\": \"World 1-1, first gameplay frame ({boot_frames} frames after power-on)\",\n  \"results\": [\n{}\n  ]\n}}\n",
+        "{{\n  \"device\": \"{}\",\n  \"rom\": \"{}\",\n  \"start\": \"{start_name}\",\n  \"results\": [\n{}\n  ]\n}}\n",
         device.replace('"', "'"),
         path.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default(),
         rows.join(",\n")
