@@ -318,10 +318,11 @@ NESLE_DEV void nes_redraw_env(u8* snapshot, u32 stride, u32 packing, const u8* p
 #define LINES_WARPS 4  // envs a block of nesle_draw_lines, a warp each
 
 // A warp an env: the picture of the frame nesle_step just ran with `logs`; an env the renderer
-// cannot draw is marked LINES_REDRAW for nesle_redraw.
+// cannot draw is marked LINES_REDRAW for nesle_redraw and counted in `*redrawn` (the batch
+// draws while running for a while when most frames are redrawn: crates/nes-cuda batch.rs).
 extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32) nesle_draw_lines(const u8* states, u32 stride, u32 packing,
                                                                                const u8* chr, LineLog* logs,
-                                                                               u8* pixels, u32 n_envs) {
+                                                                               u8* pixels, u32 n_envs, u32* redrawn) {
     __shared__ u64 masks[LINES_WARPS][240];
     u32 w = threadIdx.x >> 5, lane = threadIdx.x & 31;
     u32 env = blockIdx.x * LINES_WARPS + w;
@@ -332,7 +333,10 @@ extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32) nesle_draw_lines(
     bool ok = lines_check(log, packed, packing, blank);
     __syncwarp();  // every lane has read the flags before lane 0 may set one
     if (!ok) {
-        if (lane == 0) log.flags |= LINES_REDRAW;
+        if (lane == 0) {
+            log.flags |= LINES_REDRAW;
+            atomicAdd(redrawn, 1u);
+        }
         return;
     }
     LineScene c = lines_scene(packed, packing, chr);

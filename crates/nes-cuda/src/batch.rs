@@ -39,7 +39,9 @@ pub struct BatchConfig {
     /// env (kernels/lines.cuh; the default), instead of drawing it while it runs: the same
     /// pictures (a frame the line renderer does not model runs again, drawn as it runs, from a
     /// copy of the state before it). Costs 2,040 bytes and a copy of the state per env; protocol
-    /// B + 84x84 gray on an H200 +79% (kernel-notes #74).
+    /// B + 84x84 gray on an H200 +79% (kernel-notes #74). A batch whose frames are mostly run
+    /// again (a game that splits its screen mid-frame every frame) draws while running for a
+    /// while instead ([`LinesPolicy`]).
     pub draw_lines: bool,
 }
 
@@ -106,6 +108,63 @@ pub struct Batch {
     regroup_frames: bool,
     /// `BatchConfig::draw_lines` (with pixels): the states before the drawn frame, and its logs.
     lines: Option<(CudaSlice<u8>, CudaSlice<u8>)>,
+    /// With `lines`: the envs the line renderer left to a redraw since the last look (one
+    /// counter), and when to draw line by line.
+    redrawn: CudaSlice<u32>,
+    policy: LinesPolicy,
+}
+
+/// When a batch with [`BatchConfig::draw_lines`] draws line by line: in windows of
+/// `LINES_WINDOW` drawn steps, after each of which it reads how many frames the renderer left to
+/// a redraw; when more than half were, the next `LINES_PAUSE` drawn steps draw while running.
+/// A frame redrawn costs about as much as one drawn while running, plus the undrawn run and the
+/// renderer (on a test ROM whose every frame is redrawn: 119k env-steps/s against 135k drawing
+/// while running, kernel-notes #80). The pictures are the same either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinesPolicy {
+    /// Drawn steps in the current window (line by line).
+    window: u32,
+    /// Drawn steps left to draw while running.
+    paused: u32,
+    /// Whether the last drawn step was drawn line by line.
+    pub last_by_lines: bool,
+    /// Drawn steps so far: line by line, while running.
+    pub by_lines: u64,
+    pub while_running: u64,
+}
+
+/// Drawn steps between two reads of the redraw count (each read waits for the queued work).
+pub const LINES_WINDOW: u32 = 16;
+/// Drawn steps drawn while running after a window with most frames redrawn.
+pub const LINES_PAUSE: u32 = 256;
+
+impl LinesPolicy {
+    /// Whether the next drawn step is drawn line by line.
+    pub fn by_lines_now(&self) -> bool {
+        self.paused == 0
+    }
+
+    /// Records a drawn step (`by_lines_now` said how); true when a window just ended, so the
+    /// redraw count is due ([`LinesPolicy::window_ended`]).
+    pub fn drawn(&mut self) -> bool {
+        self.last_by_lines = self.paused == 0;
+        if self.paused > 0 {
+            self.paused -= 1;
+            self.while_running += 1;
+            return false;
+        }
+        self.by_lines += 1;
+        self.window += 1;
+        self.window == LINES_WINDOW
+    }
+
+    /// The frames redrawn in the window that just ended, of `n_envs` envs.
+    pub fn window_ended(&mut self, redrawn: u64, n_envs: usize) {
+        self.window = 0;
+        if redrawn * 2 > n_envs as u64 * LINES_WINDOW as u64 {
+            self.paused = LINES_PAUSE;
+        }
+    }
 }
 
 impl Batch {
@@ -163,8 +222,9 @@ impl Batch {
         let ran = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         let pairs = if sorts { Some(gpu.stream.alloc_zeros::<u64>(pair_count).map_err(|e| Error::Cuda(format!("{e:?}")))?) } else { None };
         let lines = if draws_lines { Some((gpu.alloc(n_envs * stride)?, gpu.alloc(n_envs * LINE_LOG_BYTES)?)) } else { None };
+        let redrawn = gpu.stream.alloc_zeros::<u32>(1).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         gpu.synchronize()?;
-        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None, order: None, ran, regroup_every: config.regroup_every, steps: 0, regroup_on_device: config.regroup_on_device, pairs, regroup_frames: sorts && config.regroup_frames, lines })
+        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None, order: None, ran, regroup_every: config.regroup_every, steps: 0, regroup_on_device: config.regroup_on_device, pairs, regroup_frames: sorts && config.regroup_frames, lines, redrawn, policy: LinesPolicy::default() })
     }
 
     pub fn n_envs(&self) -> usize {
@@ -256,15 +316,33 @@ impl Batch {
     fn launch_step_drawing(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32, draw: bool) -> Result<(), Error> {
         let actions = actions.unwrap_or(&self.actions);
         let order = self.order.as_ref();
-        if let (true, Some(pixels), Some((snapshot, logs))) = (draw && frames == 1, self.pixels.as_mut(), self.lines.as_mut()) {
+        let drawn = draw && frames == 1 && self.pixels.is_some();
+        if let (true, true, Some(pixels), Some((snapshot, logs))) =
+            (drawn, self.policy.by_lines_now(), self.pixels.as_mut(), self.lines.as_mut())
+        {
             // Drawn after the frame (BatchConfig::draw_lines): the states before it, the frame
             // run undrawn with its logs, then the line renderer.
             self.gpu.stream.memcpy_dtod(&self.states, snapshot).map_err(|e| Error::Cuda(format!("{e:?}")))?;
             self.gpu.step(&mut self.states, self.packing, &self.prg, &self.chr, actions, self.n_envs, frames, None, order, &mut self.ran, Some(logs))?;
-            return self.gpu.draw_lines(&self.states, snapshot, self.packing, &self.prg, &self.chr, actions, logs, pixels, self.n_envs);
+            self.gpu.draw_lines(&self.states, snapshot, self.packing, &self.prg, &self.chr, actions, logs, pixels, &mut self.redrawn, self.n_envs)?;
+            if self.policy.drawn() {
+                let mut count = [0u32];
+                self.gpu.stream.memcpy_dtoh(&self.redrawn, &mut count).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+                self.gpu.stream.memset_zeros(&mut self.redrawn).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+                self.policy.window_ended(count[0] as u64, self.n_envs);
+            }
+            return Ok(());
+        }
+        if drawn && self.lines.is_some() {
+            self.policy.drawn();
         }
         let pixels = if draw { self.pixels.as_mut() } else { None };
         self.gpu.step(&mut self.states, self.packing, &self.prg, &self.chr, actions, self.n_envs, frames, pixels, order, &mut self.ran, None)
+    }
+
+    /// With [`BatchConfig::draw_lines`]: how the drawn steps so far were drawn ([`LinesPolicy`]).
+    pub fn lines_policy(&self) -> Option<LinesPolicy> {
+        self.lines.as_ref().map(|_| self.policy)
     }
 
     /// Each env's instructions in the last frame of the last step (0 before the first step): a
@@ -278,9 +356,13 @@ impl Batch {
     /// With pictures drawn line by line ([`BatchConfig::draw_lines`]): how many envs' last
     /// drawn frame the line renderer left to be run again, drawing as it ran (frames it does not
     /// model, e.g. rendering off while the palette is written); `None` when the batch draws
-    /// while running. Counts the last step that drew; waits for the work queued before it.
+    /// while running, 0 when its last drawn step did ([`LinesPolicy`]). Counts the last step that
+    /// drew; waits for the work queued before it.
     pub fn redrawn_to_host(&self) -> Result<Option<usize>, Error> {
         let Some((_, logs)) = &self.lines else { return Ok(None) };
+        if !self.policy.last_by_lines {
+            return Ok(Some(0));
+        }
         let mut out = vec![0u8; self.n_envs * LINE_LOG_BYTES];
         self.gpu.download(logs, 0, &mut out)?;
         let flags = |l: &[u8]| u32::from_le_bytes(l[LINE_LOG_FLAGS_AT..LINE_LOG_FLAGS_AT + 4].try_into().unwrap());
@@ -535,6 +617,46 @@ fn regroup_due(every: u32, n_envs: usize, steps: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs `steps` drawn steps with `redrawn` frames redrawn in each window drawn line by line;
+    /// returns the policy and how each drawn step was drawn (true: line by line).
+    fn drive(n_envs: usize, redrawn: u64, steps: u32) -> (LinesPolicy, Vec<bool>) {
+        let mut p = LinesPolicy::default();
+        let mut how = Vec::new();
+        for _ in 0..steps {
+            how.push(p.by_lines_now());
+            if p.drawn() {
+                p.window_ended(redrawn, n_envs);
+            }
+        }
+        (p, how)
+    }
+
+    #[test]
+    fn a_batch_whose_frames_are_drawn_by_lines_keeps_drawing_by_lines() {
+        let (p, how) = drive(64, 0, 10 * LINES_WINDOW);
+        assert!(how.iter().all(|&l| l));
+        assert_eq!((p.by_lines, p.while_running), (10 * LINES_WINDOW as u64, 0));
+        // Half the frames redrawn is not yet most of them.
+        let (_, how) = drive(64, 64 * LINES_WINDOW as u64 / 2, 10 * LINES_WINDOW);
+        assert!(how.iter().all(|&l| l));
+    }
+
+    #[test]
+    fn a_batch_whose_frames_are_mostly_redrawn_draws_while_running_then_tries_again() {
+        let n = 64;
+        let most = n as u64 * LINES_WINDOW as u64 / 2 + 1;
+        let total = 2 * (LINES_WINDOW + LINES_PAUSE) + 3;
+        let (p, how) = drive(n, most, total);
+        let w = LINES_WINDOW as usize;
+        let cycle = w + LINES_PAUSE as usize;
+        for (i, &l) in how.iter().enumerate() {
+            assert_eq!(l, i % cycle < w, "drawn step {i}");
+        }
+        assert_eq!(p.by_lines + p.while_running, total as u64);
+        assert_eq!(p.while_running, 2 * LINES_PAUSE as u64);
+        assert!(p.last_by_lines);
+    }
 
     #[test]
     fn envs_are_ordered_by_their_work_ties_in_env_order() {

@@ -688,7 +688,8 @@ impl Gpu {
 
     /// Launches `nesle_draw_lines` then `nesle_redraw`: each env's picture of the frame its
     /// LineLog in `lines` records, drawn from `states` (after that frame) line by line, or run
-    /// again from `snapshot` (the packed states before it; used as scratch).
+    /// again from `snapshot` (the packed states before it; used as scratch). Adds the envs run
+    /// again to `redrawn[0]`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn draw_lines(
         &self,
@@ -700,10 +701,12 @@ impl Gpu {
         actions: &CudaSlice<u8>,
         lines: &mut CudaSlice<u8>,
         pixels: &mut CudaSlice<u8>,
+        redrawn: &mut CudaSlice<u32>,
         n_envs: usize,
     ) -> Result<(), Error> {
         check_len("states", states.len(), n_envs * packing.stride())?;
         check_len("snapshot", snapshot.len(), n_envs * packing.stride())?;
+        check_len("redraw count", redrawn.len(), 1)?;
         check_len("actions", actions.len(), n_envs)?;
         check_len("line logs", lines.len(), n_envs * LINE_LOG_BYTES)?;
         check_len("pixels", pixels.len(), n_envs * PIXELS_PER_ENV)?;
@@ -712,8 +715,9 @@ impl Gpu {
         }
         let (n, stride, bits) = (n_envs as u32, packing.stride() as u32, packing.bits());
         let mut b = self.stream.launch_builder(&self.draw_lines);
-        b.arg(states).arg(&stride).arg(&bits).arg(chr).arg(&mut *lines).arg(&mut *pixels).arg(&n);
-        // SAFETY: matches `nesle_draw_lines(const u8*, u32, u32, const u8*, LineLog*, u8*, u32)`;
+        b.arg(states).arg(&stride).arg(&bits).arg(chr).arg(&mut *lines).arg(&mut *pixels).arg(&n).arg(redrawn);
+        // SAFETY: matches `nesle_draw_lines(const u8*, u32, u32, const u8*, LineLog*, u8*, u32,
+        // u32*)`; `redrawn` one counter, added to atomically;
         // lengths checked above; `states` holds n_envs states packed by `packing` and validated
         // against this ROM (its CHR maps index inside `chr` or the state's CHR RAM), `lines` the
         // LineLogs nesle_step wrote for them. A warp per env (LINES_WARPS a block) touches only
