@@ -18,7 +18,9 @@
 //! position); `count` by the instructions of their previous frame; `path` by a hash of the
 //! previous frame's instruction addresses (the last two need no knowledge of the game);
 //! `frame` as `count`, and again before each of the step's other 3 frames (a batch that
-//! regroups between the launches of one step).
+//! regroups between the launches of one step); `countpath` and `countram` by the count, ties by
+//! the path hash or by a hash of RAM (a tie-break for envs in the same state). Each traced step
+//! also prints, to stderr, how many distinct previous-frame paths the envs took.
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
 //! listed step (default 3,30,100,200) the 4 frames of that step are traced. The ROM comes from
@@ -155,8 +157,16 @@ fn main() {
             }),
             "count" | "frame" => envs.sort_by_key(|e| e.1),
             "path" => envs.sort_by_key(|e| e.2),
+            "countpath" => envs.sort_by_key(|e| (e.1, e.2)),
+            "countram" => envs.sort_by_key(|(c, count, _)| {
+                (*count, c.ram().iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3)))
+            }),
             _ => {}
         }
+        let mut paths: Vec<u64> = envs.iter().map(|e| e.2).collect();
+        paths.sort_unstable();
+        paths.dedup();
+        eprintln!("step {step}: {} distinct previous-frame paths among {n} envs", paths.len());
         let mut sum = [0u64; 5];
         // Each env's 4 frames end to end: the (stack, PC) vote across the frame boundaries.
         let mut steps_traces: Vec<Vec<Slot>> = vec![Vec::new(); n];
