@@ -75,11 +75,13 @@ struct LineRegs {
 
 NESLE_FN LineRegs lines_start_regs(const LineLog& log) { return LineRegs{log.t, log.v, log.x, log.ctrl, log.mask}; }
 
-// Applies the events before dot clock `dot` (relative to the pre-render line's dot 0) from `e` on.
-NESLE_FN void lines_apply(const LineLog& log, u32& e, LineRegs& r, u32 dot) {
+// Applies the events before dot clock `dot` (relative to the pre-render line's dot 0) from `e` on;
+// with `palette` (lines_blank), their palette writes too.
+NESLE_FN void lines_apply(const LineLog& log, u32& e, LineRegs& r, u32 dot, u8* palette = nullptr) {
     u32 count = log.count;
     while (e < count && log.events[e].dot < dot) {
         const LineEvent& ev = log.events[e];
+        if (palette && ev.kind == LINE_EV_PALETTE) palette[ev.index] = ev.value;
         r = LineRegs{ev.t, ev.v, ev.x, ev.ctrl, ev.mask};
         e++;
     }
@@ -285,13 +287,7 @@ NESLE_FN void lines_blank(const LineLog& log, const LineScene& c, u8* pixels, u3
         u32 first = 341 + line * PPU_DOTS_PER_LINE + 1;  // no dot skipped with rendering off
         u64 out = 0;
         for (u32 i = 0; i < 8; i++) {
-            u32 dot = first + lane * 8 + i;
-            while (e < log.count && log.events[e].dot < dot) {
-                const LineEvent& ev = log.events[e];
-                if (ev.kind == LINE_EV_PALETTE) palette[ev.index] = ev.value;
-                r = LineRegs{ev.t, ev.v, ev.x, ev.ctrl, ev.mask};
-                e++;
-            }
+            lines_apply(log, e, r, first + lane * 8 + i, palette);
             u32 index = (r.v & 0x3f00) == 0x3f00 ? ppu_palette_index(r.v) : 0;
             u8 grey = (r.mask & MASK_GREY) ? 0x30 : 0x3f;
             out |= (u64)(palette[index] & grey) << (8 * i);
