@@ -64,7 +64,21 @@ pub(crate) fn host_step(
     let packing = Packing::of(first);
     let mut packed = packing.pack_all(states);
     host_step_packed(&mut packed, packing, states.len(), rom, actions, order, frames, pixels, ran, None);
-    for (s, p) in states.iter_mut().zip(packing.unpack_all(&packed)) {
+    unpack_into(states, packing, &packed);
+}
+
+/// `rom`'s CHR ROM for the C++ code: null for a board with CHR RAM.
+fn host_chr(rom: &RomImage) -> *const u8 {
+    if rom.chr.is_empty() {
+        std::ptr::null()
+    } else {
+        rom.chr.as_ptr()
+    }
+}
+
+/// The states packed in `packed` (by `packing`) back into `states`.
+fn unpack_into(states: &mut [FlatState], packing: Packing, packed: &[u8]) {
+    for (s, p) in states.iter_mut().zip(packing.unpack_all(packed)) {
         *s = p;
     }
 }
@@ -91,7 +105,7 @@ pub(crate) fn host_step_lines(states: &mut [FlatState], rom: &RomImage, actions:
     let mut snapshot = packed.clone();
     let mut logs = vec![0u8; n * LINE_LOG_BYTES];
     host_step_packed(&mut packed, packing, n, rom, actions, None, 1, None, None, Some(&mut logs));
-    let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
+    let chr = host_chr(rom);
     assert_eq!(pixels.len(), n * PIXELS_PER_ENV, "checked by the caller");
     // SAFETY: `packed` and `snapshot` hold n states packed by `packing` (the states after and
     // before the last frame), `logs` n LineLogs that frame's step filled (LINE_LOG_BYTES each,
@@ -112,9 +126,7 @@ pub(crate) fn host_step_lines(states: &mut [FlatState], rom: &RomImage, actions:
             n as u32,
         )
     };
-    for (s, p) in states.iter_mut().zip(packing.unpack_all(&packed)) {
-        *s = p;
-    }
+    unpack_into(states, packing, &packed);
     drawn
 }
 
@@ -144,7 +156,7 @@ fn host_step_packed(
         }
         None => std::ptr::null_mut(),
     };
-    let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
+    let chr = host_chr(rom);
     // SAFETY: `packed` holds n packed states of `packing.stride()` bytes, laid out as
     // kernels/console.cuh's nes_convert reads them (packed.rs, the same regions in the same
     // order; FlatState's C twin is generated from the same field table, sizes pinned by
@@ -191,11 +203,7 @@ pub(crate) fn host_state_size() -> usize {
 
 /// One CPU step of the host build (debugging aid for parity failures).
 pub(crate) fn host_cpu_step(state: &mut FlatState, rom: &RomImage) {
-    let chr = if rom.chr.is_empty() {
-        std::ptr::null()
-    } else {
-        rom.chr.as_ptr()
-    };
+    let chr = host_chr(rom);
     // SAFETY: as in `host_step`, for one state; the caller checked it belongs to `rom`.
     unsafe { nesle_host_cpu_step(state, rom.prg.as_ptr(), chr) }
 }
@@ -203,7 +211,7 @@ pub(crate) fn host_cpu_step(state: &mut FlatState, rom: &RomImage) {
 /// `dots` PPU dots of one console through the host build's catch-up (`ppu_run`) or, with
 /// `one_by_one`, dot by dot (`ppu_tick`).
 pub(crate) fn host_ppu_run(state: &mut FlatState, rom: &RomImage, dots: u32, one_by_one: bool, pixels: Option<&mut [u8]>) {
-    let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
+    let chr = host_chr(rom);
     let px = match pixels {
         Some(p) => {
             assert_eq!(p.len(), PIXELS_PER_ENV, "checked by the caller");
@@ -238,7 +246,7 @@ pub(crate) fn host_order(ran: &[u32], tile: usize) -> Vec<u32> {
 /// -1 (log overflow), -2 (the logged run ended elsewhere than the drawn one).
 pub(crate) fn host_replay_check(state: &mut FlatState, rom: &RomImage, reference: &mut [u8], replayed: &mut [u8]) -> i32 {
     assert!(reference.len() == crate::PIXELS_PER_ENV && replayed.len() == crate::PIXELS_PER_ENV);
-    let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
+    let chr = host_chr(rom);
     // SAFETY: one unpacked state of this ROM (the caller's), two 256x240 pictures; the C++ code
     // keeps no pointer.
     unsafe { nesle_host_replay_check(state, rom.prg.as_ptr(), chr, reference.as_mut_ptr(), replayed.as_mut_ptr()) }
@@ -246,7 +254,7 @@ pub(crate) fn host_replay_check(state: &mut FlatState, rom: &RomImage, reference
 
 /// The host build's `ppu_dots_to_status_change` for one console.
 pub(crate) fn host_status_bound(state: &FlatState, rom: &RomImage) -> u32 {
-    let chr = if rom.chr.is_empty() { std::ptr::null() } else { rom.chr.as_ptr() };
+    let chr = host_chr(rom);
     // SAFETY: as in `host_step`, for one unpacked state (the caller checked it belongs to
     // `rom`); the C++ code reads a copy of it and writes nothing.
     unsafe { nesle_host_status_bound(state, rom.prg.as_ptr(), chr) }
