@@ -20,7 +20,9 @@
 //! `frame` as `count`, and again before each of the step's other 3 frames (a batch that
 //! regroups between the launches of one step); `countpath` and `countram` by the count, ties by
 //! the path hash or by a hash of RAM (a tie-break for envs in the same state). Each traced step
-//! also prints, to stderr, how many distinct previous-frame paths the envs took.
+//! also prints, to stderr, how many distinct previous-frame paths the envs took, and the slots
+//! an env-frame of the (stack, PC) vote with 2 and 4 envs a lane (`lanes_cost`: 64 or 128 envs
+//! voting in a warp of 32 threads, each thread running one of its envs a round).
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
 //! listed step (default 3,30,100,200) the 4 frames of that step are traced. The ROM comes from
@@ -88,6 +90,26 @@ fn vote_cost(traces: &[Vec<Slot>], key: impl Fn(&Slot) -> u32) -> u64 {
         for j in group {
             at[j] += 1;
         }
+    }
+    rounds
+}
+
+/// Rounds of the (stack, PC) vote for a warp of 32 lanes each holding `traces.len() / 32` envs
+/// (lane `j` the envs `j`, `j + 32`, ...): each round every lane votes the lowest key among its
+/// envs, and the lanes holding the warp's lowest run one env at that key (the first).
+fn lanes_cost(traces: &[Vec<Slot>], key: impl Fn(&Slot) -> u32) -> u64 {
+    let mut at = vec![0usize; traces.len()];
+    let mut rounds = 0;
+    while let Some(low) = traces.iter().zip(&at).filter_map(|(t, &i)| t.get(i).map(&key)).min() {
+        let mut ops = Vec::new();
+        for lane in 0..WARP {
+            let pick = (lane..traces.len()).step_by(WARP).find(|&j| traces[j].get(at[j]).is_some_and(|s| key(s) == low));
+            if let Some(j) = pick {
+                ops.push(traces[j][at[j]].op);
+                at[j] += 1;
+            }
+        }
+        rounds += distinct_ops(ops.into_iter());
     }
     rounds
 }
@@ -168,6 +190,8 @@ fn main() {
         paths.dedup();
         eprintln!("step {step}: {} distinct previous-frame paths among {n} envs", paths.len());
         let mut sum = [0u64; 5];
+        // Rounds of 2 and 4 envs a lane (`lanes_cost`), summed over the warps.
+        let mut lanes = [0u64; 2];
         // Each env's 4 frames end to end: the (stack, PC) vote across the frame boundaries.
         let mut steps_traces: Vec<Vec<Slot>> = vec![Vec::new(); n];
         for f in 0..4 {
@@ -186,10 +210,25 @@ fn main() {
                     *s += v;
                 }
             }
+            for (k, l) in lanes.iter_mut().enumerate() {
+                for w in traces.chunks(WARP << (k + 1)) {
+                    *l += lanes_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32);
+                }
+            }
             for (all, t) in steps_traces.iter_mut().zip(traces) {
                 all.extend(t);
             }
         }
+        // Slots an env-frame with one env a lane, over slots an env-frame with 2 / 4 a lane.
+        let per_env = sum[4] as f64 / (4 * n) as f64;
+        eprintln!(
+            "step {step}: vote-sp {:.1} slots/env-frame; 2 envs a lane {:.1} ({:.2}x); 4 envs a lane {:.1} ({:.2}x)",
+            per_env,
+            lanes[0] as f64 / (4 * n) as f64,
+            per_env / (lanes[0] as f64 / (4 * n) as f64),
+            lanes[1] as f64 / (4 * n) as f64,
+            per_env / (lanes[1] as f64 / (4 * n) as f64)
+        );
         let across: u64 = steps_traces.chunks(WARP).map(|w| vote_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32)).sum();
         let k = (4 * warps) as f64;
         let [work, ideal, aligned, vote, deep] = sum.map(|s| s as f64 / k);
