@@ -51,11 +51,11 @@ NESLE_DEV void nes_step(Nes& n) {
 
 // Console::skip_idle_loop: the CPU just ran an instruction that jumped to itself. If it is
 // `JMP abs` in PRG ROM and the CPU is at rest, runs up to `max` more iterations of it in bulk,
-// stopping before any cycle where the PPU or APU could change an interrupt line, and returns
-// how many. Every skipped iteration would read the same three bytes (no side effects in PRG
+// stopping before any cycle where the PPU or APU could change an interrupt line and not past
+// cycle `until`, and returns how many. Every skipped iteration would read the same three bytes (no side effects in PRG
 // ROM), sample the same lines and leave the CPU as it is, so only the clock moves.
 // Inline into `nes_skip_loop` (nes-core: `#[inline]` into `skip_loop`).
-NESLE_FN u32 nes_skip_idle_loop(Nes& n, u32 max) {
+NESLE_FN u32 nes_skip_idle_loop(Nes& n, u32 max, u64 until) {
     const FlatState& s = n.st;
     u16 pc = s.cpu_pc;
     if (pc < 0x8000 || pc > 0xfffd) return 0;
@@ -65,6 +65,10 @@ NESLE_FN u32 nes_skip_idle_loop(Nes& n, u32 max) {
         return 0;
     u32 k = bus_idle_jmp_iterations(n);
     if (k > max) k = max;
+    // Not past the end of the frame's part (nes_run_frame), so the env waits there with the others.
+    u64 now = s.bus_cycles;
+    u64 left = until > now ? (until - now) / 3 : 0;
+    if (k > left) k = (u32)left;
     bus_skip_idle_jmp(n, k);
     return k;
 }
@@ -101,15 +105,16 @@ NESLE_FN u32 nes_skip_status_poll(Nes& n, u32 max) {
 // Console::skip_loop: the CPU just ran an instruction that jumped `back` bytes back: try the
 // idle-loop (`back == 0`) or the status-poll (`back == 5`) fast-forward; returns the steps
 // skipped. Out of line, as in nes-core (`#[inline(never)]`): it runs a few times a frame.
-NESLE_DEV u32 nes_skip_loop(Nes& n, u16 back, u32 max) {
-    if (back == 0) return nes_skip_idle_loop(n, max);
+NESLE_DEV u32 nes_skip_loop(Nes& n, u16 back, u32 max, u64 until) {
+    if (back == 0) return nes_skip_idle_loop(n, max, until);
     if (back == 5) return nes_skip_status_poll(n, max);
     return 0;
 }
 
-// One iteration of nes_run_frame's loop: an instruction, then the idle-loop fast-forward.
-// Returns true when the frame must end early (the console faulted).
-NESLE_FN bool nes_frame_step(Nes& n, u32& steps) {
+// One iteration of nes_run_frame's loop: an instruction, then the idle-loop fast-forward (not
+// past `until`, the end of the frame's part). Returns true when the frame must end early (the
+// console faulted).
+NESLE_FN bool nes_frame_step(Nes& n, u32& steps, u64 until) {
     FlatState& s = n.st;
     u16 pc = s.cpu_pc;
     cpu_step(n);
@@ -118,7 +123,7 @@ NESLE_FN bool nes_frame_step(Nes& n, u32& steps) {
     // both: 1 and 4 fall through in `nes_skip_loop`).
     u16 back = (u16)(pc - s.cpu_pc);
     if ((back & ~5) == 0 && !s.ppu_frame_complete)
-        steps += nes_skip_loop(n, back, steps < NES_MAX_STEPS_PER_FRAME ? NES_MAX_STEPS_PER_FRAME - steps : 0);
+        steps += nes_skip_loop(n, back, steps < NES_MAX_STEPS_PER_FRAME ? NES_MAX_STEPS_PER_FRAME - steps : 0, until);
     if (steps > NES_MAX_STEPS_PER_FRAME) {
         s.cpu_fault = 2;
         s.cpu_fault_opcode = 0;
@@ -128,13 +133,37 @@ NESLE_FN bool nes_frame_step(Nes& n, u32& steps) {
     return false;
 }
 
+// Where part `part` (1-based) of a frame that started at cycle `start` ends: NESLE_PHASES
+// stretches of equal CPU time, the last one open.
+NESLE_FN u64 nes_part_end(u64 start, u32 part) {
+    return part < NESLE_PHASES ? start + (u64)part * (NES_FRAME_CYCLES / NESLE_PHASES) : ~0ull;
+}
+
+// At the end of a part: the owed PPU dots up to the start of the line the PPU would reach (a
+// catch-up an observer could have asked for, so nothing changes but when the dots run). Left
+// lazy, most of a frame's dots would run at the vblank deadline, which the envs of a warp reach
+// in different rounds of the vote, one env at a time (kernel-notes #84); at a part's end they
+// run together. Up to a line start, so the next catch-up begins with whole lines.
+NESLE_DEV void nes_part_catch_up(Nes& n) {
+    u32 at = n.st.ppu_dot + bus_ppu_owed(n);
+    if (at >= PPU_DOTS_PER_LINE) bus_run_ppu(n, at % PPU_DOTS_PER_LINE);
+}
+
 // nes_run_frame's loop for one thread on its own: no votes, no barriers (the host build, and
-// the redraw kernel, where only some threads run a frame).
+// the redraw kernel, where only some threads run a frame); the same parts, idle-loop bound and
+// catch-ups as the vote's loop.
 NESLE_FN u32 nes_frame_loop_alone(Nes& n, u32& steps) {
+    FlatState& s = n.st;
     u32 ran = 0;
-    while (!n.st.ppu_frame_complete) {
-        ran += 1;
-        if (nes_frame_step(n, steps)) break;
+    u64 start = s.bus_cycles;
+    for (u32 part = 1; part <= NESLE_PHASES; part++) {
+        u64 end = nes_part_end(start, part);
+        while (!s.ppu_frame_complete && s.bus_cycles < end) {
+            ran += 1;
+            if (nes_frame_step(n, steps, end)) return ran;
+        }
+        if (s.ppu_frame_complete) break;
+        nes_part_catch_up(n);
     }
     return ran;
 }
@@ -191,7 +220,7 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
     u32 mask = __activemask();
     bool done = !active;
     for (u32 part = 1; part <= NESLE_PHASES; part++) {
-        u64 end = part < NESLE_PHASES ? start + (u64)part * (NES_FRAME_CYCLES / NESLE_PHASES) : ~0ull;
+        u64 end = nes_part_end(start, part);
         for (;;) {
             bool wait = done || s.bus_cycles >= end;
             u32 key = wait ? 0xffffffffu : NESLE_PC_VOTE == 2 ? (u32)s.cpu_s << 16 | s.cpu_pc : s.cpu_pc;
@@ -199,8 +228,10 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
             if (low == 0xffffffffu) break;
             if (key != low) continue;
             ran += 1;
-            done = nes_frame_step(n, steps) || s.ppu_frame_complete;
+            done = nes_frame_step(n, steps, end) || s.ppu_frame_complete;
         }
+        // The warp leaves the loop together: its running envs' PPUs catch up in one pass.
+        if (!done && part < NESLE_PHASES) nes_part_catch_up(n);
 #if NESLE_PHASES > 1 && NESLE_PHASE_WARPS
         // Barrier 1 + g for group g of NESLE_PHASE_WARPS warps (the last group of a smaller
         // block may be smaller); barrier 0 is __syncthreads'.
