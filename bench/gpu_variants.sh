@@ -3,7 +3,7 @@
 # kernels/ (with one change), compiled at run time through NESLE_KERNEL_SOURCE, optionally with
 # NVRTC options after an `@` (DIR@OPTIONS, e.g. kernels@-DNESLE_PC_VOTE=1, given to
 # NESLE_KERNEL_OPTIONS) and environment settings for its runs after a second `@`, comma
-# separated (DIR@OPTIONS@VAR=VALUE,..., e.g. kernels@-DNESLE_STEP_THREADS=512@NESLE_BLOCK=512);
+# separated (DIR@OPTIONS@VAR=VALUE,..., e.g. kernels@-DNESLE_PHASES=4@NESLE_BLOCK=512);
 # rounds alternate the variants so drift hits them alike. Prints one line per run and writes
 # nothing else.
 # Write the prediction in docs/kernel-notes.md first; record what came out there afterwards.

@@ -193,15 +193,14 @@ NESLE_DEV void nes_run_frame_alone(Nes& n) {
 // takes part in the warp's votes and the block's barriers.
 NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
     FlatState& s = n.st;
-    u64 start = 0;
     if (active) {
         s.ppu_frame_complete = 0;
         bus_refresh_lines(n);
         cpu_unsettle(n);
-        start = s.bus_cycles;
     }
     u32 steps = 0, ran = 0;
 #if NESLE_WARP_VOTE
+    u64 start = active ? s.bus_cycles : 0;
     // The PC vote: the threads of a warp run the same game on different inputs, so they drift
     // apart inside a frame and the warp then runs their instruction streams one after another.
     // Each round only the threads at the lowest 6502 PC run an instruction; the others wait, so
@@ -245,7 +244,6 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
 #endif
     }
 #else
-    (void)start;
     if (active) ran = nes_frame_loop_alone(n, steps);
 #endif
     if (active) {

@@ -10,21 +10,19 @@
 
 static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time");
 
-// Blocks of up to NESLE_STEP_THREADS threads, NESLE_STEP_MIN_BLOCKS of them per SM: 512
-// threads an SM, a register cap of 128, so 65,536 envs run in one wave on a 132-SM GPU instead
-// of 1.29 and more warps hide the latency (kernel-notes #25: A +44%, B +36%). 256 threads a
-// block, so a block barrier of nes_run_frame lines up 8 warps, 2 on each of the SM's four
-// schedulers (#40); the launch uses 128 when the envs are too few to fill every SM so
-// (launch.rs). `-DNESLE_STEP_MIN_BLOCKS=0` drops the bounds. Unlike `--maxrregcount`, the
-// bounds reach the PTX, so the run-time compile honours them too.
-#ifndef NESLE_STEP_THREADS
-#define NESLE_STEP_THREADS 256
+// A register cap of 128: 512 threads an SM, so 65,536 envs run in one wave on a 132-SM GPU
+// instead of 1.29 and more warps hide the latency (kernel-notes #25: A +44%, B +36%). The cap
+// alone, without a block size: ptxas makes the same code for it as for
+// `__launch_bounds__(256, 2)` (checked byte for byte on every architecture built, #86), and
+// the launch may use blocks of up to 512 threads (launch.rs: 256 by default, so a block
+// barrier of nes_run_frame lines up 8 warps, #40; 128 when the envs are too few to fill every
+// SM so). `-DNESLE_STEP_REGS=0` drops the cap. Unlike `--maxrregcount`, the cap reaches the
+// PTX (`.maxnreg`), so the run-time compile honours it too.
+#ifndef NESLE_STEP_REGS
+#define NESLE_STEP_REGS 128
 #endif
-#ifndef NESLE_STEP_MIN_BLOCKS
-#define NESLE_STEP_MIN_BLOCKS (512 / NESLE_STEP_THREADS)
-#endif
-#if NESLE_STEP_MIN_BLOCKS
-#define NESLE_STEP_BOUNDS __launch_bounds__(NESLE_STEP_THREADS, NESLE_STEP_MIN_BLOCKS)
+#if NESLE_STEP_REGS
+#define NESLE_STEP_BOUNDS __maxnreg__(NESLE_STEP_REGS)
 #else
 #define NESLE_STEP_BOUNDS
 #endif

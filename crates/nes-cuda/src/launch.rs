@@ -278,12 +278,11 @@ use std::sync::Arc;
 /// leaving the register allocator room (the step kernel is large). See docs/kernel-notes.md.
 const BLOCK: u32 = 128;
 
-/// Threads per block of the step kernel for `n` envs on `sms` SMs: 256 (the kernel's launch
-/// bounds, kernels/nesle.cu) when the envs fill every SM with blocks that large, so that each
-/// block barrier in a frame lines up 8 warps (kernel-notes #40: protocol B +30% at 65,536
-/// envs), else [`BLOCK`], which spreads fewer envs over more SMs. `NESLE_BLOCK` (a measurement
-/// knob, a multiple of 32 up to 512; above 256 only for kernels compiled with as large a
-/// `NESLE_STEP_THREADS`, or the launch fails with an error) overrides it.
+/// Threads per block of the step kernel for `n` envs on `sms` SMs: 256 when the envs fill
+/// every SM with blocks that large, so that each block barrier in a frame lines up 8 warps
+/// (kernel-notes #40: protocol B +30% at 65,536 envs), else [`BLOCK`], which spreads fewer envs
+/// over more SMs. `NESLE_BLOCK` (a measurement knob, a multiple of 32 up to 512, what the
+/// kernel's register cap allows on one SM: kernels/nesle.cu, kernel-notes #86) overrides it.
 fn step_block(n: usize, sms: u32) -> u32 {
     static B: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     let knob = *B.get_or_init(|| {
@@ -304,7 +303,7 @@ fn default_step_block(n: usize, sms: u32) -> u32 {
     }
 }
 
-/// The step kernel's block size in its launch bounds (`NESLE_STEP_THREADS`, kernels/nesle.cu).
+/// The largest block [`default_step_block`] picks.
 const STEP_BLOCK_MAX: u32 = 256;
 
 /// Resident blocks per SM the step launch is capped at (`NESLE_BLOCKS_PER_SM`, a measurement
