@@ -52,8 +52,9 @@ NESLE_DEV void nes_step(Nes& n) {
 // Console::skip_idle_loop: the CPU just ran an instruction that jumped to itself. If it is
 // `JMP abs` in PRG ROM and the CPU is at rest, runs up to `max` more iterations of it in bulk,
 // stopping before any cycle where the PPU or APU could change an interrupt line and not past
-// cycle `until`, and returns how many. Every skipped iteration would read the same three bytes (no side effects in PRG
-// ROM), sample the same lines and leave the CPU as it is, so only the clock moves.
+// cycle `until`, and returns how many. Every skipped iteration would read the same three
+// bytes (no side effects in PRG ROM), sample the same lines and leave the CPU as it is, so only
+// the clock moves.
 // Inline into `nes_skip_loop` (nes-core: `#[inline]` into `skip_loop`).
 NESLE_FN u32 nes_skip_idle_loop(Nes& n, u32 max, u64 until) {
     const FlatState& s = n.st;
