@@ -22,7 +22,8 @@
 //! the path hash or by a hash of RAM (a tie-break for envs in the same state). Each traced step
 //! also prints, to stderr, how many distinct previous-frame paths the envs took, and the slots
 //! an env-frame of the (stack, PC) vote with 2 and 4 envs a lane (`lanes_cost`: 64 or 128 envs
-//! voting in a warp of 32 threads, each thread running one of its envs a round).
+//! voting in a warp of 32 threads, each thread running one of its envs a round) and with the
+//! majority vote (`majority_cost`: each round the key most threads share).
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
 //! listed step (default 3,30,100,200) the 4 frames of that step are traced. The ROM comes from
@@ -114,6 +115,25 @@ fn lanes_cost(traces: &[Vec<Slot>], key: impl Fn(&Slot) -> u32) -> u64 {
     rounds
 }
 
+/// Rounds of a vote that runs, each round, the threads at the key most of them share (ties: the
+/// lowest key): the warp's fullest instruction now, at the risk of leaving a lone thread behind.
+fn majority_cost(traces: &[Vec<Slot>], key: impl Fn(&Slot) -> u32) -> u64 {
+    let mut at = vec![0usize; traces.len()];
+    let mut rounds = 0;
+    loop {
+        let keys: Vec<u32> = traces.iter().zip(&at).filter_map(|(t, &i)| t.get(i).map(&key)).collect();
+        let Some(pick) = keys.iter().copied().max_by_key(|&k| (keys.iter().filter(|&&o| o == k).count(), std::cmp::Reverse(k))) else {
+            break;
+        };
+        let group: Vec<usize> = (0..traces.len()).filter(|&j| traces[j].get(at[j]).is_some_and(|s| key(s) == pick)).collect();
+        rounds += distinct_ops(group.iter().map(|&j| traces[j][at[j]].op));
+        for j in group {
+            at[j] += 1;
+        }
+    }
+    rounds
+}
+
 /// Slots of one warp: work, ideal, aligned, then the votes: lowest PC; deepest stack, then
 /// lowest PC.
 fn warp_cost(traces: &[Vec<Slot>]) -> [u64; 5] {
@@ -192,6 +212,7 @@ fn main() {
         let mut sum = [0u64; 5];
         // Rounds of 2 and 4 envs a lane (`lanes_cost`), summed over the warps.
         let mut lanes = [0u64; 2];
+        let mut majority = 0u64;
         // Each env's 4 frames end to end: the (stack, PC) vote across the frame boundaries.
         let mut steps_traces: Vec<Vec<Slot>> = vec![Vec::new(); n];
         for f in 0..4 {
@@ -209,6 +230,9 @@ fn main() {
                 for (s, v) in sum.iter_mut().zip(warp_cost(w)) {
                     *s += v;
                 }
+            }
+            for w in traces.chunks(WARP) {
+                majority += majority_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32);
             }
             for (k, l) in lanes.iter_mut().enumerate() {
                 for w in traces.chunks(WARP << (k + 1)) {
@@ -228,6 +252,11 @@ fn main() {
             per_env / (lanes[0] as f64 / (4 * n) as f64),
             lanes[1] as f64 / (4 * n) as f64,
             per_env / (lanes[1] as f64 / (4 * n) as f64)
+        );
+        eprintln!(
+            "step {step}: the majority vote {:.1} slots/env-frame ({:.2}x the (stack, PC) vote)",
+            majority as f64 / (4 * n) as f64,
+            per_env / (majority as f64 / (4 * n) as f64)
         );
         let across: u64 = steps_traces.chunks(WARP).map(|w| vote_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32)).sum();
         let k = (4 * warps) as f64;
