@@ -232,15 +232,7 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
         }
         // The warp leaves the loop together: its running envs' PPUs catch up in one pass.
         if (!done && part < NESLE_PHASES) nes_part_catch_up(n);
-#if NESLE_PHASES > 1 && NESLE_PHASE_WARPS
-        // Barrier 1 + g for group g of NESLE_PHASE_WARPS warps (the last group of a smaller
-        // block may be smaller); barrier 0 is __syncthreads'.
-        {
-            u32 group = (threadIdx.x >> 5) / NESLE_PHASE_WARPS, first = group * NESLE_PHASE_WARPS * 32;
-            u32 count = blockDim.x - first < NESLE_PHASE_WARPS * 32 ? blockDim.x - first : NESLE_PHASE_WARPS * 32;
-            asm volatile("bar.sync %0, %1;" ::"r"(1 + group), "r"(count) : "memory");
-        }
-#elif NESLE_PHASES > 1
+#if NESLE_PHASES > 1
         __syncthreads();
 #endif
     }

@@ -52,11 +52,3 @@ static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-w
 #ifndef NESLE_PHASES
 #define NESLE_PHASES 8
 #endif
-
-// The barrier after each part: the whole block (0, the default), or only groups of this many
-// warps, each group with a barrier of its own (a measurement knob, kernel-notes #83: a warp
-// then waits for the slowest of its group, not of the block). At most 15 groups a block (the
-// hardware's 16 barriers, one of them __syncthreads'): 2 or more with 512-thread blocks.
-#ifndef NESLE_PHASE_WARPS
-#define NESLE_PHASE_WARPS 0
-#endif
