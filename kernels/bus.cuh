@@ -45,7 +45,7 @@ NESLE_FN u8 pads_read(FlatState& s, u32 port) {
 // --- bus.rs ---
 
 // Cart::prg_read: a PRG ROM byte ($8000-$FFFF) through the banking map.
-NESLE_FN u8 bus_prg_read(const Nes& n, u16 addr) { return n.prg[n.st.cart_prg_map[(addr >> 13) & 3] + (addr & 0x1fff)]; }
+NESLE_FN u8 bus_prg_read(const Nes& n, u16 addr) { return n.prg_bank[(addr >> 13) & 3][addr & 0x1fff]; }
 
 #define LINE_NMI 1
 #define LINE_IRQ 2
@@ -78,6 +78,7 @@ NESLE_FN void bus_update_deadlines(Nes& n) {
 NESLE_FN bool bus_owed_is_impossible(Nes& n, u32 owed) {
     if (owed <= NES_MAX_OWED) return false;
     n.st.cpu_fault = 2;
+    n.attention = 1;
     n.st.cpu_fault_opcode = 0;
     n.st.cpu_fault_pc = n.st.cpu_pc;
     return true;

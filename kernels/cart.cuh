@@ -35,6 +35,7 @@ NESLE_FN void set_prg_8k(Nes& n, u64 b0, u64 b1, u64 b2, u64 b3) {
     s.cart_prg_map[1] = (u32)((b1 % count) * 0x2000u);
     s.cart_prg_map[2] = (u32)((b2 % count) * 0x2000u);
     s.cart_prg_map[3] = (u32)((b3 % count) * 0x2000u);
+    for (int i = 0; i < 4; i++) n.prg_bank[i] = n.prg + s.cart_prg_map[i];
 }
 
 NESLE_FN void set_chr_1k(Nes& n, const u64 b[8]) {
@@ -246,8 +247,7 @@ NESLE_DEV void mapper_write_register(Nes& n, u16 addr, u8 v, u64 cycle) {
 NESLE_FN u8 cart_cpu_read(Nes& n, u16 addr, u8 open) {
     const FlatState& s = n.st;
     if (addr >= 0x8000) {
-        u32 off = s.cart_prg_map[(addr >> 13) & 3] + (addr & 0x1fff);
-        return n.prg[off];
+        return n.prg_bank[(addr >> 13) & 3][addr & 0x1fff];
     } else if (addr >= 0x6000 && s.cart_prg_ram_size > 0 && s.cart_prg_ram_enabled) {
         return n.prg_ram[(u32)(addr - 0x6000) % s.cart_prg_ram_size];
     }

@@ -36,6 +36,8 @@ NESLE_FN void nes_init(Nes& n, const u8* prg, const u8* chr) {
     n.oam_visible_valid = false;
     n.sprite_lines_valid = false;
     n.settled = CPU_UNSETTLED;  // Cpu::load
+    for (int i = 0; i < 4; i++) n.prg_bank[i] = prg + state->cart_prg_map[i];
+    cpu_update_attention(n);
     bus_update_deadlines(n);
     bus_refresh_lines(n);
 }
@@ -112,13 +114,12 @@ NESLE_DEV u32 nes_skip_loop(Nes& n, u16 back, u32 max, u64 until) {
     return 0;
 }
 
-// One iteration of nes_run_frame's loop: an instruction, then the idle-loop fast-forward (not
-// past `until`, the end of the frame's part). Returns true when the frame must end early (the
-// console faulted).
-NESLE_FN bool nes_frame_step(Nes& n, u32& steps, u64 until) {
+// One iteration of nes_run_frame's loop: an instruction (at `pc`, the CPU's PC), then the
+// idle-loop fast-forward (not past `until`, the end of the frame's part). Returns true when the
+// frame must end early (the console faulted).
+NESLE_FN bool nes_frame_step(Nes& n, u32& steps, u16 pc, u64 until) {
     FlatState& s = n.st;
-    u16 pc = s.cpu_pc;
-    cpu_step(n);
+    cpu_step_at(n, pc);
     steps += 1;
     // 0: a `JMP` to itself; 5: a `BEQ`/`BNE` back to a `LDA $2002; AND #m` (one test for
     // both: 1 and 4 fall through in `nes_skip_loop`).
@@ -127,6 +128,7 @@ NESLE_FN bool nes_frame_step(Nes& n, u32& steps, u64 until) {
         steps += nes_skip_loop(n, back, steps < NES_MAX_STEPS_PER_FRAME ? NES_MAX_STEPS_PER_FRAME - steps : 0, until);
     if (steps > NES_MAX_STEPS_PER_FRAME) {
         s.cpu_fault = 2;
+        n.attention = 1;
         s.cpu_fault_opcode = 0;
         s.cpu_fault_pc = s.cpu_pc;
         return true;
@@ -161,7 +163,7 @@ NESLE_FN u32 nes_frame_loop_alone(Nes& n, u32& steps) {
         u64 end = nes_part_end(start, part);
         while (!s.ppu_frame_complete && s.bus_cycles < end) {
             ran += 1;
-            if (nes_frame_step(n, steps, end)) return ran;
+            if (nes_frame_step(n, steps, s.cpu_pc, end)) return ran;
         }
         if (s.ppu_frame_complete) break;
         nes_part_catch_up(n);
@@ -223,12 +225,13 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
         u64 end = nes_part_end(start, part);
         for (;;) {
             bool wait = done || s.bus_cycles >= end;
-            u32 key = wait ? 0xffffffffu : NESLE_PC_VOTE == 2 ? (u32)s.cpu_s << 16 | s.cpu_pc : s.cpu_pc;
+            u16 pc = s.cpu_pc;
+            u32 key = wait ? 0xffffffffu : NESLE_PC_VOTE == 2 ? (u32)s.cpu_s << 16 | pc : pc;
             u32 low = __reduce_min_sync(mask, key);
             if (low == 0xffffffffu) break;
             if (key != low) continue;
             ran += 1;
-            done = nes_frame_step(n, steps, end) || s.ppu_frame_complete;
+            done = nes_frame_step(n, steps, pc, end) || s.ppu_frame_complete;
         }
         // The warp leaves the loop together: its running envs' PPUs catch up in one pass.
         if (!done && part < NESLE_PHASES) nes_part_catch_up(n);

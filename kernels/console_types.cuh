@@ -62,6 +62,15 @@ struct Nes {
     u32 sprite_lines[8];
     bool sprite_lines_tall;
     bool sprite_lines_valid;
+    // Nonzero when the CPU has something other than its next instruction to see to: a reset
+    // pending, a fault, or an interrupt to take (`cpu_reset_pending | cpu_fault | cpu_nmi_take
+    // | cpu_irq_take`). Derived: `nes_init` sets it and every write of those fields keeps it,
+    // so `cpu_step` tests one byte before and one after each instruction instead of four
+    // (kernel-notes #81).
+    u8 attention;
+    // `prg + cart_prg_map[i]` for the four 8 KiB windows of $8000-$FFFF: a ROM byte's address
+    // in one load instead of two (kernel-notes #81). Derived: `nes_init` and `set_prg_8k` set it.
+    const u8* prg_bank[4];
     // Cpu::settled: `lines` of the last interrupt sample when another sample with the same
     // lines would change nothing (the pipeline has settled), else CPU_UNSETTLED; a cycle then
     // skips the sample's stores (nes-core perf-notes #30, #31). The sample also reads P's I

@@ -22,6 +22,12 @@
 #define RESET_VECTOR 0xfffc
 #define IRQ_VECTOR 0xfffe
 
+// `Nes::attention` from the fields it stands for.
+NESLE_FN void cpu_update_attention(Nes& n) {
+    const FlatState& s = n.st;
+    n.attention = (u8)(s.cpu_reset_pending | s.cpu_fault | s.cpu_nmi_take | s.cpu_irq_take);
+}
+
 // End-of-cycle interrupt sampling (the two-stage pipeline of cpu.rs).
 NESLE_FN void cpu_sample(Nes& n) {
     FlatState& s = n.st;
@@ -34,6 +40,7 @@ NESLE_FN void cpu_sample(Nes& n) {
     s.cpu_nmi_prev_line = line;
     s.cpu_irq_take = s.cpu_irq_run;
     s.cpu_irq_run = (key & LINE_IRQ) != 0 && (s.cpu_p & FLAG_I) == 0;
+    cpu_update_attention(n);
     // Settled: with the same key the next sample copies equal values and sees no edge.
     bool settled = s.cpu_nmi_take == s.cpu_nmi_pending && s.cpu_irq_take == s.cpu_irq_run;
     n.settled = settled ? key : (u8)CPU_UNSETTLED;
@@ -145,6 +152,7 @@ NESLE_DEV void cpu_run_reset(Nes& n) {
     s.cpu_nmi_pending = 0;
     s.cpu_nmi_take = 0;
     s.cpu_irq_take = 0;
+    cpu_update_attention(n);
     cpu_unsettle(n);
 }
 
@@ -537,6 +545,7 @@ NESLE_DEV void cpu_exec_rti_brk(Nes& n, u8 mn) {
             cpu_fetch(n);
             cpu_push_and_vector(n, FLAG_B);
             s.cpu_nmi_take = 0;  // an NMI seen during BRK's last cycles waits
+            cpu_update_attention(n);
             cpu_unsettle(n);
             break;
         }
@@ -608,6 +617,7 @@ NESLE_DEV void cpu_exec_other(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
         case MN_PLP: cpu_plp(n); break;
         case MN_JAM:
             s.cpu_fault = 1;
+            n.attention = 1;
             s.cpu_fault_opcode = opcode;
             s.cpu_fault_pc = pc;
             s.cpu_pc = pc;
@@ -650,24 +660,27 @@ NESLE_DEV void cpu_execute(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
     }
 }
 
-// Executes one instruction, or the interrupt/reset sequence that is due. Inlined into the frame
-// loop (nes-core perf #34: `Cpu::step` `#[inline(always)]`): one call a frame, not one an
-// instruction.
-NESLE_FN void cpu_step(Nes& n) {
+// Executes one instruction, or the interrupt/reset sequence that is due; `pc` is the CPU's PC
+// (the frame loop's vote has it in a register already). Inlined into the frame loop (nes-core
+// perf #34: `Cpu::step` `#[inline(always)]`): one call a frame, not one an instruction.
+NESLE_FN void cpu_step_at(Nes& n, u16 pc) {
     FlatState& s = n.st;
-    if (s.cpu_reset_pending) {
-        cpu_run_reset(n);
-        return;
+    if (n.attention) {
+        if (s.cpu_reset_pending) {
+            cpu_run_reset(n);
+            return;
+        }
+        if (s.cpu_fault) {
+            bus_idle(n);
+            return;
+        }
     }
-    if (s.cpu_fault) {
-        bus_idle(n);
-        return;
-    }
-    u16 pc = s.cpu_pc;
     // The opcode fetch through cpu_read, as every other read: its common case inline here (#24)
     // saved protocol A 4.6% but cost protocol B 3.8% in instruction fetches (kernel-notes #56).
     u8 opcode = cpu_read(n, pc);
     s.cpu_pc = pc + 1;
     cpu_execute(n, NESLE_OP_MN[opcode], NESLE_OP_MODE[opcode], opcode, pc);
-    if (s.cpu_nmi_take || s.cpu_irq_take) cpu_interrupt(n);
+    if (n.attention && (s.cpu_nmi_take || s.cpu_irq_take)) cpu_interrupt(n);
 }
+
+NESLE_FN void cpu_step(Nes& n) { cpu_step_at(n, n.st.cpu_pc); }
