@@ -278,11 +278,12 @@ use std::sync::Arc;
 /// leaving the register allocator room (the step kernel is large). See docs/kernel-notes.md.
 const BLOCK: u32 = 128;
 
-/// Threads per block of the step kernel for `n` envs on `sms` SMs: 256 when the envs fill
-/// every SM with blocks that large, so that each block barrier in a frame lines up 8 warps
-/// (kernel-notes #40: protocol B +30% at 65,536 envs), else [`BLOCK`], which spreads fewer envs
-/// over more SMs. `NESLE_BLOCK` (a measurement knob, a multiple of 32 up to 512, what the
-/// kernel's register cap allows on one SM: kernels/nesle.cu, kernel-notes #86) overrides it.
+/// Threads per block of the step kernel for `n` envs on `sms` SMs: the largest of 512 and 256
+/// whose blocks fill the SMs, else [`BLOCK`], which spreads fewer envs over more SMs. Larger
+/// blocks line up more warps at each of a frame's block barriers (kernel-notes #40: 256 against
+/// 128, protocol B +30% at 65,536 envs; #89: 512 against 256, B +5%, A -4%). `NESLE_BLOCK` (a
+/// measurement knob, a multiple of 32 up to 512, what the kernel's register cap allows on one
+/// SM: kernels/nesle.cu, kernel-notes #86) overrides it.
 fn step_block(n: usize, sms: u32) -> u32 {
     static B: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     let knob = *B.get_or_init(|| {
@@ -294,17 +295,20 @@ fn step_block(n: usize, sms: u32) -> u32 {
     knob.unwrap_or_else(|| default_step_block(n, sms))
 }
 
-/// [`step_block`] without the knob.
+/// [`step_block`] without the knob. 256-thread blocks fill the SMs when every SM gets one;
+/// 512-thread blocks (one an SM: 128 registers a thread) when at most 1/32 of the SMs go
+/// without, since a block that large gains more than 1/32 on protocol B (65,536 envs on an
+/// H200's 132 SMs: 128 blocks, 4 SMs idle, still B +5%, kernel-notes #89).
 fn default_step_block(n: usize, sms: u32) -> u32 {
-    if n >= STEP_BLOCK_MAX as usize * sms.max(1) as usize {
-        STEP_BLOCK_MAX
-    } else {
+    let sms = sms.max(1) as usize;
+    if n < 256 * sms {
         BLOCK
+    } else if n.div_ceil(512) >= sms - sms / 32 {
+        512
+    } else {
+        256
     }
 }
-
-/// The largest block [`default_step_block`] picks.
-const STEP_BLOCK_MAX: u32 = 256;
 
 /// Resident blocks per SM the step launch is capped at (`NESLE_BLOCKS_PER_SM`, a measurement
 /// knob; 0 = no cap, one thread per env). With a cap the grid is SMs x cap blocks and each
@@ -943,11 +947,19 @@ mod tests {
     }
 
     #[test]
-    fn the_step_block_is_256_only_when_such_blocks_fill_every_sm() {
-        assert_eq!(default_step_block(65_536, 132), 256);
+    fn the_step_block_grows_only_as_far_as_its_blocks_fill_the_sms() {
+        // 132 SMs: 512 from 128 blocks of 512 (4 SMs idle, 1/33), 256 from one block each.
+        assert_eq!(default_step_block(131_072, 132), 512);
+        assert_eq!(default_step_block(65_536, 132), 512);
+        assert_eq!(default_step_block(128 * 512 - 511, 132), 512);
+        assert_eq!(default_step_block(127 * 512, 132), 256);
         assert_eq!(default_step_block(256 * 132, 132), 256);
         assert_eq!(default_step_block(256 * 132 - 1, 132), 128);
         assert_eq!(default_step_block(4_096, 132), 128);
+        // Small GPUs: 512 only when every SM gets its block.
+        assert_eq!(default_step_block(6 * 512, 6), 512);
+        assert_eq!(default_step_block(5 * 512, 6), 256);
+        assert_eq!(default_step_block(1, 1), 128);
         assert_eq!(default_step_block(1, 0), 128);
     }
 
