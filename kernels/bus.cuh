@@ -54,7 +54,6 @@ NESLE_FN u8 bus_prg_read(const Nes& n, u16 addr) { return n.prg_bank[(addr >> 13
 NESLE_FN void bus_refresh_lines(Nes& n) {
     const FlatState& s = n.st;
     n.lines = (u8)((ppu_nmi(s) ? LINE_NMI : 0) | ((apu_irq(s) || s.cart_irq_line) ? LINE_IRQ : 0));
-    n.ahead_end = 0;  // the read-ahead window assumed the lines it had (cpu_fetch_opcode)
 }
 
 // Bus::ppu_owed: PPU dots owed, 3 per cycle since the last catch-up plus any it left owed.
@@ -65,7 +64,6 @@ NESLE_FN void bus_update_deadlines(Nes& n) {
     bool oam = n.st.bus_oam_dma_pending != 0;
     n.deadline = oam ? 0 : (n.ppu_deadline < n.apu_deadline ? n.ppu_deadline : n.apu_deadline);
     n.dma_deadline = oam ? 0 : n.apu_deadline;
-    n.ahead_end = 0;  // and the deadline it had
 }
 
 // Bus::run_ppu: runs the owed dots but `keep`, then sets `ppu_deadline`: the cycle at which the

@@ -37,7 +37,6 @@ NESLE_FN void nes_init(Nes& n, const u8* prg, const u8* chr) {
     n.sprite_lines_valid = false;
     n.settled = CPU_UNSETTLED;  // Cpu::load
     for (int i = 0; i < 4; i++) n.prg_bank[i] = prg + state->cart_prg_map[i];
-    n.ahead_end = 0;
     cpu_update_attention(n);
     bus_update_deadlines(n);
     bus_refresh_lines(n);

@@ -71,15 +71,6 @@ struct Nes {
     // `prg + cart_prg_map[i]` for the four 8 KiB windows of $8000-$FFFF: a ROM byte's address
     // in one load instead of two (kernel-notes #81). Derived: `nes_init` and `set_prg_8k` set it.
     const u8* prg_bank[4];
-    // The read-ahead window of the last opcode fetch (`cpu_fetch_opcode`): when the two cycles
-    // after it are quiet (before `deadline`, the interrupt sample settled), the PRG ROM bytes at
-    // `ahead_pc + 1` and `+ 2` (`ahead_bytes`, low byte first) and the last of those cycles
-    // (`ahead_end`, 0: no window). A read of those addresses up to that cycle is then a
-    // byte from a register: no bank map, no ROM load, no sample (kernel-notes #91). Derived:
-    // `nes_init` clears it; every opcode fetch sets or clears it.
-    u64 ahead_end;
-    u16 ahead_pc;
-    u16 ahead_bytes;
     // Cpu::settled: `lines` of the last interrupt sample when another sample with the same
     // lines would change nothing (the pipeline has settled), else CPU_UNSETTLED; a cycle then
     // skips the sample's stores (nes-core perf-notes #30, #31). The sample also reads P's I

@@ -48,10 +48,7 @@ NESLE_FN void cpu_sample(Nes& n) {
 
 // Cpu::unsettle: the next end-of-cycle sample a full one, after a change to I or to the
 // interrupt pipeline outside `cpu_sample`.
-NESLE_FN void cpu_unsettle(Nes& n) {
-    n.settled = CPU_UNSETTLED;
-    n.ahead_end = 0;  // and the read-ahead window, which assumed a settled sample
-}
+NESLE_FN void cpu_unsettle(Nes& n) { n.settled = CPU_UNSETTLED; }
 
 // Cpu::interrupts_at_rest: nothing pending or being polled, and the sampled lines equal the
 // bus's now, so another instruction that changes neither the lines nor I leaves the pipeline
@@ -111,47 +108,8 @@ NESLE_DEV void cpu_write(Nes& n, u16 addr, u8 v) {
     cpu_write_any(n, addr, v);
 }
 
-// The opcode fetch: cpu_read, and when the fetch and the two cycles after it are quiet (no
-// catch-up, DMA or interrupt line change due before their ends, `n.deadline`; the interrupt
-// sample settled, so its calls change nothing), the two PRG ROM bytes after the opcode read
-// ahead into the window (`Nes::ahead_*`): the 6502 spends those cycles fetching them (operands,
-// or the dummy read of an implied instruction), and nothing in them can change a ROM byte or
-// the sample (their other accesses are RAM reads and stack writes, all quiet before the
-// deadline). Out of line, as cpu_read (kernel-notes #91).
-NESLE_DEV u8 cpu_fetch_opcode(Nes& n, u16 pc) {
-    FlatState& s = n.st;
-    u64 c = s.bus_cycles + 1;
-    if (c + 2 < n.deadline && pc >= 0x8000 && pc <= 0xfffd && n.lines == n.settled) {
-        s.bus_cycles = c;
-        u8 v = bus_prg_read(n, pc);
-        s.bus_open_bus = v;
-        n.ahead_end = c + 2;
-        n.ahead_pc = pc;
-        n.ahead_bytes = (u16)(bus_prg_read(n, pc + 1) | (u16)bus_prg_read(n, pc + 2) << 8);
-        return v;
-    }
-    n.ahead_end = 0;
-    return cpu_read(n, pc);
-}
-
-// A read of the byte at `addr`, from the opcode fetch's window when it holds it for this cycle
-// (the byte, the clock and the data bus as cpu_read would leave them; the sample a no-op),
-// else through cpu_read. For the reads at the PC that follow an opcode fetch.
-NESLE_FN u8 cpu_read_pc(Nes& n, u16 addr) {
-    FlatState& s = n.st;
-    u64 c = s.bus_cycles + 1;
-    u32 i = (u16)(addr - n.ahead_pc - 1);
-    if (c <= n.ahead_end && i < 2) {
-        u8 v = (u8)(n.ahead_bytes >> (8 * i));
-        s.bus_cycles = c;
-        s.bus_open_bus = v;
-        return v;
-    }
-    return cpu_read(n, addr);
-}
-
 NESLE_FN u8 cpu_fetch(Nes& n) {
-    u8 v = cpu_read_pc(n, n.st.cpu_pc);
+    u8 v = cpu_read(n, n.st.cpu_pc);
     n.st.cpu_pc += 1;
     return v;
 }
@@ -536,7 +494,7 @@ NESLE_FN void cpu_branch(Nes& n, bool taken) {
     if (!taken) return;
     // A taken branch that crosses no page does not poll interrupts on its last cycle.
     if (s.cpu_irq_run && !s.cpu_irq_take) s.cpu_irq_run = 0;
-    cpu_read_pc(n, s.cpu_pc);
+    cpu_read(n, s.cpu_pc);
     u16 target = (u16)(s.cpu_pc + (u16)(i16)offset);
     if ((target ^ s.cpu_pc) & 0xff00) cpu_read(n, (s.cpu_pc & 0xff00) | (target & 0x00ff));
     s.cpu_pc = target;
@@ -665,7 +623,7 @@ NESLE_DEV void cpu_exec_other(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
             s.cpu_pc = pc;
             break;
         default:
-            cpu_read_pc(n, s.cpu_pc);  // implied one-byte instructions: dummy read of the next byte
+            cpu_read(n, s.cpu_pc);  // implied one-byte instructions: dummy read of the next byte
             cpu_implied(n, mn);
             break;
     }
@@ -686,7 +644,7 @@ NESLE_DEV void cpu_execute(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
             u16 addr = 0;
             u8 v;
             if (acc) {
-                cpu_read_pc(n, s.cpu_pc);
+                cpu_read(n, s.cpu_pc);
                 v = s.cpu_a;
             } else {
                 addr = cpu_address(n, mode, ACCESS_MODIFY);
@@ -719,7 +677,7 @@ NESLE_FN void cpu_step_at(Nes& n, u16 pc) {
     }
     // The opcode fetch through cpu_read, as every other read: its common case inline here (#24)
     // saved protocol A 4.6% but cost protocol B 3.8% in instruction fetches (kernel-notes #56).
-    u8 opcode = cpu_fetch_opcode(n, pc);
+    u8 opcode = cpu_read(n, pc);
     s.cpu_pc = pc + 1;
     cpu_execute(n, NESLE_OP_MN[opcode], NESLE_OP_MODE[opcode], opcode, pc);
     if (n.attention && (s.cpu_nmi_take || s.cpu_irq_take)) cpu_interrupt(n);
