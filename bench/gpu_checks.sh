@@ -44,6 +44,8 @@ step "parity SMB, regrouped every step by the host sort (BatchConfig::regroup_on
 timeout 120 "$B" --parity 64 --steps 20 --regroup-on-host --rom "$SMB" > "$OUT/parity-smb-host-sort.txt" 2>&1; tail -1 "$OUT/parity-smb-host-sort.txt"
 step "parity SMB, 300 envs in blocks of 256 (the frame's block barriers with a partial block)"
 NESLE_BLOCK=256 timeout 120 "$B" --parity 300 --steps 10 --rom "$SMB" > "$OUT/parity-smb-block256.txt" 2>&1; tail -1 "$OUT/parity-smb-block256.txt"
+step "parity SMB, 600 envs in blocks of 512 (the default for large batches, with a partial block)"
+NESLE_BLOCK=512 timeout 120 "$B" --parity 600 --steps 10 --rom "$SMB" > "$OUT/parity-smb-block512.txt" 2>&1; tail -1 "$OUT/parity-smb-block512.txt"
 step "parity SMB with pictures: drawn line by line after the frame (BatchConfig::draw_lines, the default), and while it runs"
 timeout 120 "$B" --parity 64 --steps 40 --pixels --rom "$SMB" > "$OUT/parity-smb-pixels.txt" 2>&1; tail -1 "$OUT/parity-smb-pixels.txt"
 timeout 120 "$B" --parity 64 --steps 40 --frameskip 1 --press-start 40 --pixels --rom "$SMB" > "$OUT/parity-smb-pixels-start.txt" 2>&1; tail -1 "$OUT/parity-smb-pixels-start.txt"
@@ -62,6 +64,8 @@ done
 step synccheck  # the block barriers in nes_run_frame, with a partial block
 NESLE_BLOCK=256 timeout 120 compute-sanitizer --tool synccheck --error-exitcode 9 "$B" --parity 300 --steps 1 --rom "$SMB" > "$OUT/synccheck.txt" 2>&1
 echo "rc=$?" >> "$OUT/synccheck.txt"; tail -2 "$OUT/synccheck.txt"
+NESLE_BLOCK=512 timeout 120 compute-sanitizer --tool synccheck --error-exitcode 9 "$B" --parity 600 --steps 1 --rom "$SMB" > "$OUT/synccheck-512.txt" 2>&1
+echo "rc=$?" >> "$OUT/synccheck-512.txt"; tail -2 "$OUT/synccheck-512.txt"
 step "pytest -m gpu"; timeout 600 python3 -m pytest -q -m gpu tests/python -p no:cacheprovider --durations=10 > "$OUT/pytest-gpu.txt" 2>&1; tail -15 "$OUT/pytest-gpu.txt"
 fi
 if part bench; then

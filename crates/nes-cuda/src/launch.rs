@@ -281,7 +281,7 @@ const BLOCK: u32 = 128;
 /// Threads per block of the step kernel for `n` envs on `sms` SMs: the largest of 512 and 256
 /// whose blocks fill the SMs, else [`BLOCK`], which spreads fewer envs over more SMs. Larger
 /// blocks line up more warps at each of a frame's block barriers (kernel-notes #40: 256 against
-/// 128, protocol B +30% at 65,536 envs; #89: 512 against 256, B +5%, A -4%). `NESLE_BLOCK` (a
+/// 128, protocol B +30% at 65,536 envs; #90: 512 against 256, B +5%, A -4%). `NESLE_BLOCK` (a
 /// measurement knob, a multiple of 32 up to 512, what the kernel's register cap allows on one
 /// SM: kernels/nesle.cu, kernel-notes #86) overrides it.
 fn step_block(n: usize, sms: u32) -> u32 {
@@ -298,7 +298,7 @@ fn step_block(n: usize, sms: u32) -> u32 {
 /// [`step_block`] without the knob. 256-thread blocks fill the SMs when every SM gets one;
 /// 512-thread blocks (one an SM: 128 registers a thread) when at most 1/32 of the SMs go
 /// without, since a block that large gains more than 1/32 on protocol B (65,536 envs on an
-/// H200's 132 SMs: 128 blocks, 4 SMs idle, still B +5%, kernel-notes #89).
+/// H200's 132 SMs: 128 blocks, 4 SMs idle, still B +5%, kernel-notes #90).
 fn default_step_block(n: usize, sms: u32) -> u32 {
     let sms = sms.max(1) as usize;
     if n < 256 * sms {
