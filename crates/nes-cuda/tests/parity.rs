@@ -308,3 +308,26 @@ fn an_env_order_changes_which_slot_runs_an_env_not_the_result() {
         assert!(err.to_string().contains("order"), "{err}");
     }
 }
+
+/// The frame loop's guard (nes-core's watchdog test, crates/nes-core/tests/watchdog.rs): a
+/// console whose PPU is on a line that does not exist never reaches vertical blank, and both
+/// sides halt it after the same number of steps with the same `Stalled` fault (2), then let time
+/// pass in later frames. No ROM reaches this, so the parity runs above never do.
+#[test]
+fn a_console_that_never_reaches_vblank_stalls_identically() {
+    let rom = prg_ram_rom();
+    let image = RomImage::new(&rom).unwrap();
+    let mut core = Console::new(&rom).unwrap();
+    core.run_frame();
+    core.bus.ppu.scanline = 400;
+    let mut states = vec![core.to_flat()];
+    for frame in 0..2 {
+        core.run_frame();
+        host::step(&mut states, &image, &[0], 1, None).unwrap();
+        let want = core.to_flat();
+        assert_eq!(want.cpu_fault, 2, "nes-core halts the console (frame {frame})");
+        if let Some((field, i)) = first_difference(&want, &states[0]) {
+            panic!("frame {frame}: first differing field `{field}`[{i}]");
+        }
+    }
+}
