@@ -56,8 +56,11 @@ def listing(path, kernel="nesle_step"):
 
 
 def short(name):
-    m = re.search(r"_Z\d+([A-Za-z_][A-Za-z_0-9]*?)(?:R3Nes|P9FlatState)", name or "")
-    return m.group(1) if m else (name or "?").strip("$.:").replace("text.", "")
+    """A label's function name: the Itanium-mangled `_Z<length><name>...` read by its length."""
+    m = re.search(r"_Z(\d+)", name or "")
+    if m:
+        return name[m.end():m.end() + int(m.group(1))]
+    return (name or "?").strip("$.:").replace("text.", "")
 
 
 def main():

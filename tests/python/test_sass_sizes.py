@@ -54,3 +54,11 @@ def test_two_listings_give_the_change_of_each_function_that_moved(tmp_path):
 def test_a_listing_without_the_kernel_is_refused(tmp_path):
     out = run(tmp_path, "\t.section\t.text.nesle_gather_ram,\"ax\",@progbits\n        /*0000*/ EXIT ;\n")
     assert out.returncode != 0 and "no .text.nesle_step" in out.stderr
+
+
+def test_functions_are_named_by_their_mangled_length_whatever_their_arguments(tmp_path):
+    text = listing(0).replace("$nesle_step$_Z8cpu_readR3Nest", "$nesle_step$_Z13nes_step_slotPhjjPKhS1_")
+    out = run(tmp_path, text)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1].split() == ["nesle_step", "3"]
+    assert out.stdout.splitlines()[2].split() == ["nes_step_slot", "2"]
