@@ -77,10 +77,7 @@ NESLE_FN void bus_update_deadlines(Nes& n) {
 
 NESLE_FN bool bus_owed_is_impossible(Nes& n, u32 owed) {
     if (owed <= NES_MAX_OWED) return false;
-    n.st.cpu_fault = 2;
-    n.attention = 1;
-    n.st.cpu_fault_opcode = 0;
-    n.st.cpu_fault_pc = n.st.cpu_pc;
+    nes_halt(n, 2, 0, n.st.cpu_pc);
     return true;
 }
 

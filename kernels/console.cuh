@@ -127,10 +127,7 @@ NESLE_FN bool nes_frame_step(Nes& n, u32& steps, u16 pc, u64 until) {
     if ((back & ~5) == 0 && !s.ppu_frame_complete)
         steps += nes_skip_loop(n, back, steps < NES_MAX_STEPS_PER_FRAME ? NES_MAX_STEPS_PER_FRAME - steps : 0, until);
     if (steps > NES_MAX_STEPS_PER_FRAME) {
-        s.cpu_fault = 2;
-        n.attention = 1;
-        s.cpu_fault_opcode = 0;
-        s.cpu_fault_pc = s.cpu_pc;
+        nes_halt(n, 2, 0, s.cpu_pc);
         return true;
     }
     return false;

@@ -91,6 +91,15 @@ struct Nes {
 #endif
 };
 
+// Halts the console with `fault` (1: a JAM opcode at `pc`; 2: stalled), and keeps
+// `Nes::attention` with it: every fault goes through here.
+NESLE_FN void nes_halt(Nes& n, u8 fault, u8 opcode, u16 pc) {
+    n.st.cpu_fault = fault;
+    n.attention = 1;
+    n.st.cpu_fault_opcode = opcode;
+    n.st.cpu_fault_pc = pc;
+}
+
 #ifdef NESLE_PPU_LOG
 // One access: the PPU's dot clock when it took effect (the PPU may stand behind the CPU then,
 // and the replay applies it at the same dot), the bus cycle (mapper writes), address, value.

@@ -616,10 +616,7 @@ NESLE_DEV void cpu_exec_other(Nes& n, u8 mn, u8 mode, u8 opcode, u16 pc) {
             break;
         case MN_PLP: cpu_plp(n); break;
         case MN_JAM:
-            s.cpu_fault = 1;
-            n.attention = 1;
-            s.cpu_fault_opcode = opcode;
-            s.cpu_fault_pc = pc;
+            nes_halt(n, 1, opcode, pc);
             s.cpu_pc = pc;
             break;
         default:

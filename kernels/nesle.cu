@@ -14,9 +14,9 @@ static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time")
 // instead of 1.29 and more warps hide the latency (kernel-notes #25: A +44%, B +36%). The cap
 // alone, without a block size: ptxas makes the same code for it as for
 // `__launch_bounds__(256, 2)` (checked byte for byte on every architecture built, #86), and
-// the launch may use blocks of up to 512 threads (launch.rs: 256 by default, so a block
-// barrier of nes_run_frame lines up 8 warps, #40; 128 when the envs are too few to fill every
-// SM so). `-DNESLE_STEP_REGS=0` drops the cap. Unlike `--maxrregcount`, the cap reaches the
+// the launch may use blocks of up to 512 threads (launch.rs `default_step_block`: 512 or 256
+// when the envs fill the SMs so, lining up 16 or 8 warps at each block barrier of
+// nes_run_frame, #40, #90; else 128). `-DNESLE_STEP_REGS=0` drops the cap. Unlike `--maxrregcount`, the cap reaches the
 // PTX (`.maxnreg`), so the run-time compile honours it too.
 #ifndef NESLE_STEP_REGS
 #define NESLE_STEP_REGS 128
