@@ -187,7 +187,9 @@ NESLE_FN void mmc3_clock_counter(FlatState& s) {
     if (s.cart_irq_counter == 0 && s.cart_irq_enabled) s.cart_irq_line = 1;
 }
 
-NESLE_FN void mmc3_watch_a12(FlatState& s, u16 addr, u64 dot) {
+// Out of line: inlined, its ~100 instructions sat in each of the PPU's fetch paths of every
+// board (kernel-notes #92); only MMC3 calls it (`cart_ppu_addr`).
+NESLE_DEV void mmc3_watch_a12(FlatState& s, u16 addr, u64 dot) {
     bool high = (addr & 0x1000) != 0;
     if (high && !s.cart_a12_high) {
         if (dot - s.cart_a12_low_since >= MMC3_A12_MIN_LOW_DOTS) mmc3_clock_counter(s);

@@ -418,6 +418,9 @@ NESLE_FN void ppu_blank_pixels(Nes& n, u32 k) {
     u16 index = (s.ppu_v & 0x3f00) == 0x3f00 ? s.ppu_v : 0;
     u8 colour = ppu_palette_read(s, index);
     u8* row = n.pixels + (u32)s.ppu_scanline * 256;
+    // Not unrolled: lines with rendering off are rare, and unrolled the loop was 174
+    // instructions of `ppu_run`'s code (kernel-notes #92).
+    NESLE_NO_UNROLL
     for (u32 x = first; x < end; x++) row[x] = colour;
 }
 
@@ -756,14 +759,19 @@ NESLE_DEV void ppu_sprite_slot(Nes& n) {
 // same state machine as 192 `ppu_sprite_eval` calls, one iteration per read/write pair, in
 // locals. Runs of out-of-range sprites (room left, nothing in range, byte index 0) are scanned
 // in a tight loop; once the scan is done the remaining pairs are computed in closed form.
+// Rebuilds `Nes::oam_visible`. Out of line: once a frame at most (after OAM DMA), and its loop,
+// unrolled 64 times, was 400 instructions in each of the sprite evaluation's hot functions
+// (kernel-notes #92).
+NESLE_DEV void ppu_rebuild_oam_visible(Nes& n) {
+    u64 m = 0;
+    for (u32 k = 0; k < 64; k++) m |= (u64)(n.st.ppu_oam[k * 4] < 240) << k;
+    n.oam_visible = m;
+    n.oam_visible_valid = true;
+}
+
 // `Nes::oam_visible`, rebuilt if an OAM write made it stale.
 NESLE_FN u64 ppu_oam_visible(Nes& n) {
-    if (!n.oam_visible_valid) {
-        u64 m = 0;
-        for (u32 k = 0; k < 64; k++) m |= (u64)(n.st.ppu_oam[k * 4] < 240) << k;
-        n.oam_visible = m;
-        n.oam_visible_valid = true;
-    }
+    if (!n.oam_visible_valid) ppu_rebuild_oam_visible(n);
     return n.oam_visible;
 }
 
@@ -1188,6 +1196,7 @@ NESLE_DEV void ppu_run(Nes& n, u32 count) {
             if (d == 64 && count >= 192 && line < 240) {
                 // Dots 65-256: evaluate the next line's sprites at once, then the tiles.
                 ppu_sprite_eval_line(n);
+                NESLE_NO_UNROLL
                 for (u32 i = 0; i < 24; i++) ppu_render_tile(n, false);
                 count -= 192;
                 continue;

@@ -27,6 +27,14 @@ static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-w
 #define NESLE_UNROLL _Pragma("GCC unroll 8")
 #endif
 
+// Keep the next loop rolled: rare code whose unrolled copy would sit in a hot function's
+// instruction-cache lines (kernel-notes #92).
+#ifdef __CUDACC__
+#define NESLE_NO_UNROLL _Pragma("unroll 1")
+#else
+#define NESLE_NO_UNROLL
+#endif
+
 // Index of the lowest set bit of `x` (x != 0).
 #ifdef __CUDA_ARCH__
 #define nes_ctz64(x) ((u32)(__ffsll((long long)(x)) - 1))
