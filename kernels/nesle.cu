@@ -16,8 +16,8 @@ static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time")
 // `__launch_bounds__(256, 2)` (checked byte for byte on every architecture built, #86), and
 // the launch may use blocks of up to 512 threads (launch.rs `default_step_block`: 512 or 256
 // when the envs fill the SMs so, lining up 16 or 8 warps at each block barrier of
-// nes_run_frame, #40, #90; else 128). `-DNESLE_STEP_REGS=0` drops the cap. Unlike `--maxrregcount`, the cap reaches the
-// PTX (`.maxnreg`), so the run-time compile honours it too.
+// nes_run_frame, #40, #90; else 128). `-DNESLE_STEP_REGS=0` drops the cap. Unlike
+// `--maxrregcount`, the cap reaches the PTX (`.maxnreg`), so the run-time compile honours it too.
 #ifndef NESLE_STEP_REGS
 #define NESLE_STEP_REGS 128
 #endif

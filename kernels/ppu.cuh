@@ -755,10 +755,6 @@ NESLE_DEV void ppu_sprite_slot(Nes& n) {
     s.ppu_dot_clock = clock + 7;
 }
 
-// Sprite evaluation of dots 65-256 of a visible line at once (render.rs sprite_eval_line): the
-// same state machine as 192 `ppu_sprite_eval` calls, one iteration per read/write pair, in
-// locals. Runs of out-of-range sprites (room left, nothing in range, byte index 0) are scanned
-// in a tight loop; once the scan is done the remaining pairs are computed in closed form.
 // Rebuilds `Nes::oam_visible`. Out of line: once a frame at most (after OAM DMA), and its loop,
 // unrolled 64 times, was 400 instructions in each of the sprite evaluation's hot functions
 // (kernel-notes #92).
@@ -796,6 +792,10 @@ NESLE_FN bool ppu_line_has_sprites(Nes& n, u32 line) {
     return (n.sprite_lines[line >> 5] >> (line & 31)) & 1;
 }
 
+// Sprite evaluation of dots 65-256 of a visible line at once (render.rs sprite_eval_line): the
+// same state machine as 192 `ppu_sprite_eval` calls, one iteration per read/write pair, in
+// locals. Runs of out-of-range sprites (room left, nothing in range, byte index 0) are scanned
+// in a tight loop; once the scan is done the remaining pairs are computed in closed form.
 // Called for visible lines only (0-239): a sprite with Y >= 240 is never in range there.
 NESLE_DEV void ppu_sprite_eval_line(Nes& nes) {
     FlatState& s = nes.st;
