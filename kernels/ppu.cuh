@@ -478,60 +478,66 @@ NESLE_FN void ppu_render_dot(Nes& n) {
 
 // --- ppu.rs ---
 
-// Advances exactly one dot. Out of line (22 KB of sm_90 code, run only for the spans `ppu_run`
-// cannot batch): kept out of `ppu_run`'s loop for the instruction cache (kernel-notes #19).
-NESLE_DEV void ppu_tick(Nes& n) {
+// Advances exactly `k` dots, one at a time (Ppu::tick, k times). Out of line (22 KB of sm_90
+// code, run only for the spans `ppu_run` cannot batch): kept out of `ppu_run`'s loop for the
+// instruction cache (kernel-notes #19); a run of dots in one call, not a call a dot (#99).
+NESLE_DEV void ppu_ticks(Nes& n, u32 k) {
     FlatState& s = n.st;
-    s.ppu_dot_clock += 1;
-    if (s.ppu_dot == 339 && s.ppu_scanline == PPU_PRERENDER_LINE && s.ppu_skip_last_dot) {
-        s.ppu_dot = 340;  // odd frames with rendering on skip the last dot of the pre-render line
-    }
-    s.ppu_dot += 1;
-    if (s.ppu_dot == PPU_DOTS_PER_LINE) {
-        s.ppu_dot = 0;
-        s.ppu_scanline += 1;
-        if (s.ppu_scanline == PPU_LINES_PER_FRAME) {
-            s.ppu_scanline = 0;
-            s.ppu_frame += 1;
-            s.ppu_odd_frame = !s.ppu_odd_frame;
+    for (; k > 0; k--) {
+        s.ppu_dot_clock += 1;
+        if (s.ppu_dot == 339 && s.ppu_scanline == PPU_PRERENDER_LINE && s.ppu_skip_last_dot) {
+            s.ppu_dot = 340;  // odd frames with rendering on skip the last dot of the pre-render line
         }
-    }
-    // One inlined copy of `ppu_render_dot` for the visible and pre-render lines, not two: less
-    // hot code for protocol B's instruction fetches (kernel-notes #61). The pre-render line's
-    // flag changes come first, as before: the dot's rendering reads PPUMASK, which they leave.
-    bool visible = s.ppu_scanline < 240;
-    if (s.ppu_scanline == PPU_VBLANK_LINE) {
-        if (s.ppu_dot == 1) {
-            if (!s.ppu_suppress_vbl) s.ppu_status |= STATUS_VBLANK;
-            s.ppu_suppress_vbl = 0;
-            s.ppu_frame_complete = 1;
+        s.ppu_dot += 1;
+        if (s.ppu_dot == PPU_DOTS_PER_LINE) {
+            s.ppu_dot = 0;
+            s.ppu_scanline += 1;
+            if (s.ppu_scanline == PPU_LINES_PER_FRAME) {
+                s.ppu_scanline = 0;
+                s.ppu_frame += 1;
+                s.ppu_odd_frame = !s.ppu_odd_frame;
+            }
         }
-        return;
-    }
-    if (s.ppu_scanline == PPU_PRERENDER_LINE) {
-        switch (s.ppu_dot) {
-            // Sprite 0 hit and overflow clear one dot before VBL does (6819 vs 6820 dots).
-            case 0:
-                s.ppu_status &= (u8)~(STATUS_SPRITE0 | STATUS_OVERFLOW);
-                if (n.line_log) lines_log_start(n);  // drawing starts: the line renderer's record
-                break;
-            case 1:
-                s.ppu_status &= (u8)~STATUS_VBLANK;
-                s.ppu_warming_up = 0;
-                break;
-            // The skip decision sees PPUMASK as of dot 338.
-            case 338: s.ppu_skip_last_dot = s.ppu_odd_frame && ppu_rendering(s); break;
-            default: break;
+        // One inlined copy of `ppu_render_dot` for the visible and pre-render lines, not two: less
+        // hot code for protocol B's instruction fetches (kernel-notes #61). The pre-render line's
+        // flag changes come first, as before: the dot's rendering reads PPUMASK, which they leave.
+        bool visible = s.ppu_scanline < 240;
+        if (s.ppu_scanline == PPU_VBLANK_LINE) {
+            if (s.ppu_dot == 1) {
+                if (!s.ppu_suppress_vbl) s.ppu_status |= STATUS_VBLANK;
+                s.ppu_suppress_vbl = 0;
+                s.ppu_frame_complete = 1;
+            }
+            continue;
         }
-    } else if (!visible) {
-        return;  // the post-render line and the rest of vertical blank: nothing happens
-    }
-    if (ppu_rendering(s)) {
-        ppu_render_dot(n);
-    } else if (visible && s.ppu_dot >= 1 && s.ppu_dot <= 256) {
-        ppu_blank_pixel(n);
+        if (s.ppu_scanline == PPU_PRERENDER_LINE) {
+            switch (s.ppu_dot) {
+                // Sprite 0 hit and overflow clear one dot before VBL does (6819 vs 6820 dots).
+                case 0:
+                    s.ppu_status &= (u8)~(STATUS_SPRITE0 | STATUS_OVERFLOW);
+                    if (n.line_log) lines_log_start(n);  // drawing starts: the line renderer's record
+                    break;
+                case 1:
+                    s.ppu_status &= (u8)~STATUS_VBLANK;
+                    s.ppu_warming_up = 0;
+                    break;
+                // The skip decision sees PPUMASK as of dot 338.
+                case 338: s.ppu_skip_last_dot = s.ppu_odd_frame && ppu_rendering(s); break;
+                default: break;
+            }
+        } else if (!visible) {
+            continue;  // the post-render line and the rest of vertical blank: nothing happens
+        }
+        if (ppu_rendering(s)) {
+            ppu_render_dot(n);
+        } else if (visible && s.ppu_dot >= 1 && s.ppu_dot <= 256) {
+            ppu_blank_pixel(n);
+        }
     }
 }
+
+// Advances exactly one dot (the host's dot-by-dot reference for the batch paths, host.cpp).
+NESLE_FN void ppu_tick(Nes& n) { ppu_ticks(n, 1); }
 
 // --- render.rs: the batch paths of ppu_run ---
 //
@@ -1251,8 +1257,14 @@ NESLE_DEV void ppu_run(Nes& n, u32 count) {
             count -= k;
             continue;
         }
-        ppu_tick(n);
-        count -= 1;
+        // Dot by dot up to the next tile boundary or the line's last dot, where a batch path
+        // above may take over again, in one call (kernel-notes #99).
+        u32 k = 8 - (d & 7);
+        u32 line_left = d < 340 ? 340u - d : 1;
+        if (k > line_left) k = line_left;
+        if (k > count) k = count;
+        ppu_ticks(n, k);
+        count -= k;
     }
 }
 
