@@ -5,12 +5,12 @@
 # steps with Start, Tetris, every test ROM; memcheck with -m), then ROUNDS rounds of protocols A,
 # B and B with the gray picture at steps 30-39, 65,536 envs, alternating the variants so drift
 # hits them alike; at the end the mean of each and its change against the base. Stops starting
-# rounds after LIMIT seconds (a run on a lent machine has a time limit). Results in $OUT (one
+# rounds after LIMIT seconds (for a machine that limits a command's time). Results in $OUT (one
 # file a run), for docs/benchmarks/.
 # Write the prediction in docs/kernel-notes.md first; record what came out there afterwards.
 #
 #   bench/gpu_side_by_side.sh [-r ROUNDS] [-l LIMIT] [-m] [-P] NAME=BIN...
-#   (-P: no parity runs; e.g. main=.gpu/bench-main 101=.gpu/bench-101)
+#   (-P: no parity runs; e.g. main=/tmp/bench-main 101=/tmp/bench-101)
 #
 # Needs the game ROMs (NESLE_ROM_DIR or the nesle cache), the test ROMs (NESLE_TEST_ROMS,
 # default ../shared/test-roms) and, with -m, compute-sanitizer on PATH.
