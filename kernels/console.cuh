@@ -221,9 +221,14 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
     for (u32 part = 1; part <= NESLE_PHASES; part++) {
         u64 end = nes_part_end(start, part);
         for (;;) {
-            bool wait = done || s.bus_cycles >= end;
+            // The clock, the PC and the stack pointer loaded at once, whatever `done` and `wait`
+            // turn out, not one load after the other's test (kernel-notes #101); a thread
+            // without an env reads its own unused local copy, and votes the key of no thread.
+            u64 cycles = s.bus_cycles;
             u16 pc = s.cpu_pc;
-            u32 key = wait ? 0xffffffffu : NESLE_PC_VOTE == 2 ? (u32)s.cpu_s << 16 | pc : pc;
+            u32 sp = s.cpu_s;
+            bool wait = done || cycles >= end;
+            u32 key = wait ? 0xffffffffu : NESLE_PC_VOTE == 2 ? sp << 16 | pc : pc;
             u32 low = __reduce_min_sync(mask, key);
             if (low == 0xffffffffu) break;
             if (key != low) continue;

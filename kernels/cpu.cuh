@@ -84,12 +84,18 @@ NESLE_DEV void cpu_write_any(Nes& n, u16 addr, u8 v) {
 // (kernel-notes #22; inline in cpu_read only since #56).
 NESLE_FN bool cpu_read_common(Nes& n, u16 addr, u8& v) {
     FlatState& s = n.st;
+    // The sample's lines and settled key are loaded before the test, so that their loads wait
+    // alongside the clock's and the deadline's instead of after the byte's (kernel-notes
+    // #100c); nothing on this path changes them.
+    u8 key = n.lines, settled = n.settled;
+    NESLE_KEEP_HERE(key);
+    NESLE_KEEP_HERE(settled);
     u64 c = s.bus_cycles + 1;
     if (!(c < n.deadline && (addr >= 0x8000 || addr < 0x2000))) return false;
     s.bus_cycles = c;
     v = addr >= 0x8000 ? bus_prg_read(n, addr) : s.ram[addr & 0x7ff];
     s.bus_open_bus = v;
-    cpu_sample(n);
+    if (key != settled) cpu_sample_unsettled(n, key);  // cpu_sample, on the lines loaded above
     return true;
 }
 
@@ -103,12 +109,15 @@ NESLE_DEV u8 cpu_read(Nes& n, u16 addr) {
 // As cpu_read: a RAM write in a cycle with nothing at its end here, the rest in cpu_write_any.
 NESLE_DEV void cpu_write(Nes& n, u16 addr, u8 v) {
     FlatState& s = n.st;
+    u8 key = n.lines, settled = n.settled;  // loaded before the test, as in cpu_read_common
+    NESLE_KEEP_HERE(key);
+    NESLE_KEEP_HERE(settled);
     u64 c = s.bus_cycles + 1;
     if (c < n.deadline && addr < 0x2000) {
         s.bus_cycles = c;
         s.bus_open_bus = v;
         s.ram[addr & 0x7ff] = v;
-        cpu_sample(n);
+        if (key != settled) cpu_sample_unsettled(n, key);
         return;
     }
     cpu_write_any(n, addr, v);
@@ -213,42 +222,34 @@ NESLE_FN u16 cpu_indexed(Nes& n, u16 base, u8 idx, u8 access) {
 // for the read, write and read-modify-write classes instead of three (kernel-notes #59).
 NESLE_DEV u16 cpu_address(Nes& n, u8 mode, u8 access) {
     FlatState& s = n.st;
+    if (mode < MODE_ZP || mode > MODE_IZY) return s.cpu_pc;
+    // Every memory mode starts with its operand's first byte, and the indirect ones read their
+    // pointer's two bytes alike: one copy of each fetch, not one a mode (kernel-notes #104).
+    u8 b = cpu_fetch(n);
     switch (mode) {
-        case MODE_ZP: return cpu_fetch(n);
+        case MODE_ZP: return b;
         case MODE_ZPX:
-        case MODE_ZPY: {
-            u8 base = cpu_fetch(n);
-            cpu_read(n, base);
-            u8 idx = mode == MODE_ZPX ? s.cpu_x : s.cpu_y;
-            return (u8)(base + idx);
-        }
-        case MODE_ABS: {
-            u8 lo = cpu_fetch(n);
-            u8 hi = cpu_fetch(n);
-            return le16(lo, hi);
-        }
-        case MODE_ABX:
-        case MODE_ABY: {
-            u8 lo = cpu_fetch(n);
-            u8 hi = cpu_fetch(n);
-            u8 idx = mode == MODE_ABX ? s.cpu_x : s.cpu_y;
-            return cpu_indexed(n, le16(lo, hi), idx, access);
-        }
-        case MODE_IZX: {
-            u8 ptr = cpu_fetch(n);
-            cpu_read(n, ptr);
-            u8 p = (u8)(ptr + s.cpu_x);
+        case MODE_ZPY:
+            cpu_read(n, b);
+            return (u8)(b + (mode == MODE_ZPX ? s.cpu_x : s.cpu_y));
+        case MODE_IZX:
+        case MODE_IZY: {
+            u8 p = b;
+            if (mode == MODE_IZX) {
+                cpu_read(n, b);
+                p = (u8)(b + s.cpu_x);
+            }
             u8 lo = cpu_read(n, p);
             u8 hi = cpu_read(n, (u8)(p + 1));
-            return le16(lo, hi);
+            u16 addr = le16(lo, hi);
+            return mode == MODE_IZX ? addr : cpu_indexed(n, addr, s.cpu_y, access);
         }
-        case MODE_IZY: {
-            u8 ptr = cpu_fetch(n);
-            u8 lo = cpu_read(n, ptr);
-            u8 hi = cpu_read(n, (u8)(ptr + 1));
-            return cpu_indexed(n, le16(lo, hi), s.cpu_y, access);
+        default: {  // MODE_ABS, MODE_ABX, MODE_ABY
+            u8 hi = cpu_fetch(n);
+            u16 base = le16(b, hi);
+            if (mode == MODE_ABS) return base;
+            return cpu_indexed(n, base, mode == MODE_ABX ? s.cpu_x : s.cpu_y, access);
         }
-        default: return s.cpu_pc;
     }
 }
 

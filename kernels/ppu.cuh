@@ -204,25 +204,28 @@ NESLE_FN void ppu_reload_bg(FlatState& s) {
     s.ppu_at_hi = (u16)((s.ppu_at_hi & 0xff00) | ((s.ppu_at_latch & 2) ? 0xff : 0));
 }
 
+// The fetch of dot `d` (1-256, 321-336): on odd dots a read, the nametable byte (1), the
+// attribute (3), the pattern's low (5) or high (7) plane; on dots 8k, coarse X. One copy of
+// `cart_ppu_read` for the four reads, not one each (kernel-notes #102).
 NESLE_FN void ppu_bg_fetch(Nes& n, u16 d) {
     FlatState& s = n.st;
-    switch (d & 7) {
-        case 1:
-            if (d >= 9) ppu_reload_bg(s);
-            s.ppu_nt_latch = cart_ppu_read(n, 0x2000 | (s.ppu_v & 0x0fff), s.ppu_dot_clock);
-            break;
-        case 3: {
-            u16 v = s.ppu_v;
-            u16 addr = (u16)(0x23c0 | (v & 0x0c00) | ((v >> 4) & 0x38) | ((v >> 2) & 0x07));
-            u8 byte = cart_ppu_read(n, addr, s.ppu_dot_clock);
-            u16 shift = ((v >> 4) & 4) | (v & 2);
-            s.ppu_at_latch = (byte >> shift) & 3;
-            break;
-        }
-        case 5: s.ppu_pat_lo_latch = cart_ppu_read(n, ppu_bg_pattern_addr(s), s.ppu_dot_clock); break;
-        case 7: s.ppu_pat_hi_latch = cart_ppu_read(n, ppu_bg_pattern_addr(s) + 8, s.ppu_dot_clock); break;
-        case 0: ppu_increment_x(s); break;
-        default: break;
+    u32 phase = d & 7;
+    if (phase == 0) {
+        ppu_increment_x(s);
+        return;
+    }
+    if ((phase & 1) == 0) return;
+    if (phase == 1 && d >= 9) ppu_reload_bg(s);
+    u16 v = s.ppu_v;
+    u16 addr = phase == 1   ? (u16)(0x2000 | (v & 0x0fff))
+               : phase == 3 ? (u16)(0x23c0 | (v & 0x0c00) | ((v >> 4) & 0x38) | ((v >> 2) & 0x07))
+                            : (u16)(ppu_bg_pattern_addr(s) + (phase == 7 ? 8 : 0));
+    u8 byte = cart_ppu_read(n, addr, s.ppu_dot_clock);
+    switch (phase) {
+        case 1: s.ppu_nt_latch = byte; break;
+        case 3: s.ppu_at_latch = (byte >> (((v >> 4) & 4) | (v & 2))) & 3; break;
+        case 5: s.ppu_pat_lo_latch = byte; break;
+        default: s.ppu_pat_hi_latch = byte; break;
     }
 }
 
@@ -451,9 +454,11 @@ NESLE_FN void ppu_render_dot(Nes& n) {
     u16 d = s.ppu_dot;
     bool visible = s.ppu_scanline < 240;
     if (d == 0) return;
-    if (d <= 256) {
-        if (d >= 2) ppu_shift_bg(s);
-        if (visible) {
+    if (d <= 256 || (d >= 321 && d <= 336)) {
+        // The background's dots, the line's and the next line's first two tiles, in one copy
+        // (kernel-notes #102): the shift from dot 2 and from 322.
+        if (d >= 2 && d != 321) ppu_shift_bg(s);
+        if (d <= 256 && visible) {
             ppu_sprite_eval(s, d);
             ppu_draw_pixel(n, d - 1);
         }
@@ -464,9 +469,6 @@ NESLE_FN void ppu_render_dot(Nes& n) {
         s.ppu_oam_addr = 0;
         if (!visible && d >= 280 && d <= 304) s.ppu_v = (u16)((s.ppu_v & ~0x7be0) | (s.ppu_t & 0x7be0));
         ppu_sprite_fetch(n, d);
-    } else if (d <= 336) {
-        if (d >= 322) ppu_shift_bg(s);
-        ppu_bg_fetch(n, d);
     } else {
         if (d == 337) {
             ppu_shift_bg(s);

@@ -35,6 +35,15 @@ static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-w
 #define NESLE_NO_UNROLL
 #endif
 
+// Computes `x` here, before what follows: an empty asm that takes it keeps the compiler from
+// sinking a load that is only used on one side of a later branch into that side (kernel-notes
+// #100). No instruction results; the host build has no need of it.
+#ifdef __CUDACC__
+#define NESLE_KEEP_HERE(x) asm volatile("" ::"r"((u32)(x)))
+#else
+#define NESLE_KEEP_HERE(x) ((void)(x))
+#endif
+
 // Index of the lowest set bit of `x` (x != 0).
 #ifdef __CUDA_ARCH__
 #define nes_ctz64(x) ((u32)(__ffsll((long long)(x)) - 1))
