@@ -6,8 +6,10 @@
 #
 #   bench/gpu_checks.sh [path/to/nesle-bench-gpu]
 #
-# Needs: nesle installed with kernels, the game ROMs (NESLE_ROM_DIR or the nesle cache), the
-# test ROMs (NESLE_TEST_ROMS, default ../shared/test-roms), compute-sanitizer on PATH for the
+# Needs: nesle installed with kernels, the game ROMs (NESLE_ROM_DIR or the nesle cache: SMB and
+# Tetris, and for pytest's boot tests Zelda and Contra too, which a machine without internet
+# cannot fetch), the test ROMs (NESLE_TEST_ROMS, default ../shared/test-roms), the test
+# dependencies (`nesle[test]`, cynes among them) for pytest, compute-sanitizer on PATH for the
 # sanitizer steps. WU / ST (warm-up / timed steps, default 5 / 30) shorten the throughput runs.
 # PARTS (default "checks,bench,python") picks the groups: the checks (demo, parity, images,
 # sanitizers, pytest), the throughput table, the Python-layer comparison; "divergence" (not in
