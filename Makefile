@@ -15,7 +15,7 @@ install:
 	$(PYTHON) -m pip install -q -e .
 
 # The whole test suite: set-up (CUDA compilers first, as for `install`, then the Python package
-# and the game ROMs), Rust (unit, test ROMs, games, kernel parity on the CPU, no_std build), then
+# and every game's ROM: the Rust tests use Zelda's and Contra's too), Rust (unit, test ROMs, games, kernel parity on the CPU, no_std build), then
 # Python.
 test: test-setup test-rust test-python test-wheel
 
@@ -23,7 +23,7 @@ test-setup:
 	$(PYTHON) -m pip install -q --upgrade pip maturin
 	$(PYTHON) -m pip install -q $(NVCC_WHEELS)
 	$(PYTHON) -m pip install -q -e ".[test]"
-	$(PYTHON) -m nesle roms fetch smb tetris
+	$(PYTHON) -m nesle roms fetch
 
 # The pinned CUDA compilers from PyPI (no GPU needed to compile: nvcc 13 for sm_75+, NVRTC 12.9
 # for sm_61/sm_70 and CUDA 12 drivers); NESLE_REQUIRE_KERNELS=1 turns

@@ -4,8 +4,8 @@
 //! perf-notes #21) and the `$2002` poll (`LDA $2002; AND #m; BEQ/BNE` skipped up to the first
 //! read that could see a status bit change, perf-notes #35).
 //!
-//! Game ROMs as in `games.rs` (`python3 -m nesle roms fetch smb tetris`); test ROMs from the
-//! shared folder (`NESLE_TEST_ROMS`, as in `test_roms.rs`).
+//! Game ROMs as in `games.rs` (`python3 -m nesle roms fetch`: every known game, Contra and Zelda
+//! among them); test ROMs from the shared folder (`NESLE_TEST_ROMS`, as in `test_roms.rs`).
 
 use std::path::PathBuf;
 

@@ -9,7 +9,7 @@ mod common;
 use common::{rom, test_roms, Rng};
 
 fn game(name: &str) -> Vec<u8> {
-    rom(name).unwrap_or_else(|| panic!("{name} missing: `python -m nesle roms fetch smb tetris` (or set NESLE_ROM_DIR)"))
+    rom(name).unwrap_or_else(|| panic!("{name} missing: `python -m nesle roms fetch` (or set NESLE_ROM_DIR)"))
 }
 
 /// `host::step_drawn_by_lines` against `host::step` with pictures: `envs` envs of random

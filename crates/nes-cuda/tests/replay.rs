@@ -10,7 +10,7 @@ use common::{rom, test_roms, Rng};
 
 fn check(name: &str, frames: usize) {
     let Some(bytes) = rom(name) else {
-        panic!("{name} missing: `python -m nesle roms fetch smb tetris` (or set NESLE_ROM_DIR)")
+        panic!("{name} missing: `python -m nesle roms fetch` (or set NESLE_ROM_DIR)")
     };
     check_rom(name, &bytes, frames, true);
 }

@@ -78,7 +78,7 @@ pub fn game_rom(file: &str) -> Vec<u8> {
         }
     }
     panic!(
-        "game ROM {file} not found in {dirs:?}; run `python3 -m nesle roms fetch smb tetris` \
+        "game ROM {file} not found in {dirs:?}; run `python3 -m nesle roms fetch` \
          (or point NESLE_ROM_DIR at a folder holding it)"
     );
 }
