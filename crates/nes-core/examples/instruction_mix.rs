@@ -13,30 +13,18 @@
 //! `$NESLE_ROM_DIR` or `~/.cache/nesle/roms`.
 
 use nes_core::cpu::ops::{Access, Mode, OPS};
-use nes_core::Console;
-use std::path::PathBuf;
 
 const SIMPLE_MOVEMENT: [u8; 7] = [0x00, 0x80, 0x81, 0x82, 0x83, 0x01, 0x40];
-const START: u8 = 0x08;
 
 #[path = "common/rng.rs"]
 mod rng;
 use rng::Rng;
+#[path = "common/smb.rs"]
+mod smb;
 
 fn main() {
     let frames: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(2000);
-    let dir = std::env::var("NESLE_ROM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms"));
-    let rom = std::fs::read(dir.join("super-mario-bros.nes")).expect("super-mario-bros.nes (set NESLE_ROM_DIR)");
-    let mut c = Console::new(&rom).expect("a valid ROM");
-    for frame in 0..1200 {
-        c.set_buttons(0, if (40..42).contains(&frame) { START } else { 0 });
-        c.run_frame();
-        if frame > 42 && c.ram()[0x0770] == 1 && c.ram()[0x000e] == 8 {
-            break;
-        }
-    }
+    let mut c = smb::world_1_1();
     let mut rng = Rng(0x9e37_79b9);
     // Access classes: read immediate, read memory, write, modify, other; operands: zero page or
     // indirect, absolute, relative.

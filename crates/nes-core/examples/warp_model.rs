@@ -30,15 +30,15 @@
 //! `$NESLE_ROM_DIR` or `~/.cache/nesle/roms`.
 
 use nes_core::Console;
-use std::path::PathBuf;
 
 const SIMPLE_MOVEMENT: [u8; 7] = [0x00, 0x80, 0x81, 0x82, 0x83, 0x01, 0x40];
-const START: u8 = 0x08;
 const WARP: usize = 32;
 
 #[path = "common/rng.rs"]
 mod rng;
 use rng::Rng;
+#[path = "common/smb.rs"]
+mod smb;
 
 /// One executed instruction: its address and opcode.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -152,18 +152,7 @@ fn main() {
         .get(1)
         .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
         .unwrap_or_else(|| vec![3, 30, 100, 200]);
-    let dir = std::env::var("NESLE_ROM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms"));
-    let rom = std::fs::read(dir.join("super-mario-bros.nes")).expect("super-mario-bros.nes (set NESLE_ROM_DIR)");
-    let mut boot = Console::new(&rom).expect("a valid ROM");
-    for frame in 0..1200 {
-        boot.set_buttons(0, if (40..42).contains(&frame) { START } else { 0 });
-        boot.run_frame();
-        if frame > 42 && boot.ram()[0x0770] == 1 && boot.ram()[0x000e] == 8 {
-            break;
-        }
-    }
+    let boot = smb::world_1_1();
     let n = warps * WARP;
     // Each env with its previous frame's instruction count and path hash (set before traced steps).
     let mut envs: Vec<(Console, u64, u64)> = (0..n).map(|_| (boot.clone(), 0, 0)).collect();
