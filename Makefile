@@ -15,8 +15,8 @@ install:
 	$(PYTHON) -m pip install -q -e .
 
 # The whole test suite: set-up (CUDA compilers first, as for `install`, then the Python package
-# and every game's ROM: the Rust tests use Zelda's and Contra's too), Rust (unit, test ROMs, games, kernel parity on the CPU, no_std build), then
-# Python.
+# and every game's ROM: the Rust tests use Zelda's and Contra's too), Rust (unit, test ROMs,
+# games, kernel parity on the CPU, no_std build), then Python.
 test: test-setup test-rust test-python test-wheel
 
 test-setup:

@@ -45,12 +45,14 @@ NESLE_DEV void cpu_sample_unsettled(Nes& n, u8 key) {
     n.settled = settled ? key : (u8)CPU_UNSETTLED;
 }
 
-// End-of-cycle interrupt sampling (the two-stage pipeline of cpu.rs).
-NESLE_FN void cpu_sample(Nes& n) {
-    // Cpu::sample's settled test (#30, #31): with the key of a settled pipeline, nothing moves.
-    u8 key = n.lines;
-    if (key != n.settled) cpu_sample_unsettled(n, key);
+// End-of-cycle interrupt sampling (the two-stage pipeline of cpu.rs) on the lines `key` and the
+// settled key `settled`, loaded by the caller: Cpu::sample's settled test (#30, #31), with the
+// key of a settled pipeline nothing moves.
+NESLE_FN void cpu_sample_on(Nes& n, u8 key, u8 settled) {
+    if (key != settled) cpu_sample_unsettled(n, key);
 }
+
+NESLE_FN void cpu_sample(Nes& n) { cpu_sample_on(n, n.lines, n.settled); }
 
 // Cpu::unsettle: the next end-of-cycle sample a full one, after a change to I or to the
 // interrupt pipeline outside `cpu_sample`.
@@ -95,7 +97,7 @@ NESLE_FN bool cpu_read_common(Nes& n, u16 addr, u8& v) {
     s.bus_cycles = c;
     v = addr >= 0x8000 ? bus_prg_read(n, addr) : s.ram[addr & 0x7ff];
     s.bus_open_bus = v;
-    if (key != settled) cpu_sample_unsettled(n, key);  // cpu_sample, on the lines loaded above
+    cpu_sample_on(n, key, settled);
     return true;
 }
 
@@ -117,7 +119,7 @@ NESLE_DEV void cpu_write(Nes& n, u16 addr, u8 v) {
         s.bus_cycles = c;
         s.bus_open_bus = v;
         s.ram[addr & 0x7ff] = v;
-        if (key != settled) cpu_sample_unsettled(n, key);
+        cpu_sample_on(n, key, settled);
         return;
     }
     cpu_write_any(n, addr, v);

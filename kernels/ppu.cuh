@@ -480,7 +480,7 @@ NESLE_FN void ppu_render_dot(Nes& n) {
 
 // --- ppu.rs ---
 
-// Advances exactly `k` dots, one at a time (Ppu::tick, k times). Out of line (19 KB of sm_90
+// Advances exactly `k` dots, one at a time (Ppu::tick, k times). Out of line (14 KB of sm_90
 // code, run only for the spans `ppu_run` cannot batch): kept out of `ppu_run`'s loop for the
 // instruction cache (kernel-notes #19); a run of dots in one call, not a call a dot (#99).
 NESLE_DEV void ppu_ticks(Nes& n, u32 k) {
