@@ -681,9 +681,11 @@ NESLE_FN void cpu_step_at(Nes& n, u16 pc) {
             return;
         }
     }
-    // The opcode fetch through cpu_read, as every other read: its common case inline here (#24)
-    // saved protocol A 4.6% but cost protocol B 3.8% in instruction fetches (kernel-notes #56).
-    u8 opcode = cpu_read(n, pc);
+    // The opcode fetch's common case inline here, the rest through cpu_read_any: no call for
+    // most opcode fetches (#24; taken out by #56 when B's hot code overflowed the instruction
+    // cache, and inline again since #107, when #92-#104 had made it smaller).
+    u8 opcode;
+    if (!cpu_read_common(n, pc, opcode)) opcode = cpu_read_any(n, pc);
     s.cpu_pc = pc + 1;
     cpu_execute(n, NESLE_OP_MN[opcode], NESLE_OP_MODE[opcode], opcode, pc);
     if (n.attention && (s.cpu_nmi_take || s.cpu_irq_take)) cpu_interrupt(n);
