@@ -25,7 +25,8 @@ def test_check_env_passes_for_smb_ram():
 
 
 def test_check_env_passes_for_gray84_stacked_with_rgb_rendering():
-    env = nesle.make("smb", obs="gray84", frame_stack=2, render_mode="rgb_array")
+    # Made by gymnasium.make, so that the checker also remakes it in its other render modes.
+    env = gym.make("nesle/SuperMarioBros-v0", obs="gray84", frame_stack=2, render_mode="rgb_array").unwrapped
     check_env(env, skip_render_check=False)
     env.reset(seed=0)
     assert env.render().shape == (240, 256, 3)
