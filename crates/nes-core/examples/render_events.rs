@@ -21,7 +21,6 @@ use nes_core::flat::{FlatState, FIELDS, FLAT_STATE_SIZE};
 use nes_core::Console;
 use std::path::PathBuf;
 
-const SIMPLE_MOVEMENT: [u8; 7] = [0x00, 0x80, 0x81, 0x82, 0x83, 0x01, 0x40];
 const START: u8 = 0x08;
 const WATCHED: [&str; 10] = [
     "ppu_t", "ppu_x", "ppu_ctrl", "ppu_mask", "ppu_palette", "cart_ciram", "ppu_oam", "cart_chr_ram", "cart_chr_map",
@@ -31,7 +30,7 @@ const PRE_RENDER: u16 = 261;
 
 #[path = "common/rng.rs"]
 mod rng;
-use rng::Rng;
+use rng::{Rng, SIMPLE_MOVEMENT};
 
 /// The byte ranges of the watched fields in a flat state.
 fn watched_ranges() -> Vec<(&'static str, std::ops::Range<usize>)> {

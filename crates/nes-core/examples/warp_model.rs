@@ -33,12 +33,11 @@
 
 use nes_core::Console;
 
-const SIMPLE_MOVEMENT: [u8; 7] = [0x00, 0x80, 0x81, 0x82, 0x83, 0x01, 0x40];
 const WARP: usize = 32;
 
 #[path = "common/rng.rs"]
 mod rng;
-use rng::Rng;
+use rng::{Rng, SIMPLE_MOVEMENT};
 #[path = "common/smb.rs"]
 mod smb;
 

@@ -11,6 +11,7 @@ use nes_core::Console;
 use nes_cuda::{host, RomImage, PIXELS_PER_ENV};
 
 mod common;
+use common::rng::SIMPLE_MOVEMENT;
 use common::Rng;
 // nes-core's hand-assembled test ROMs (status polls, OAM DMAs all through the frame, with the
 // DMC fetching inside them).
@@ -245,8 +246,6 @@ fn a_rom_that_works_in_prg_ram_runs_identically_across_steps() {
     }
 }
 
-/// SIMPLE_MOVEMENT: NOOP, R, R+A, R+B, R+A+B, A, L.
-const SIMPLE_MOVEMENT: [u8; 7] = [0x00, 0x80, 0x81, 0x82, 0x83, 0x01, 0x40];
 
 fn smb_input(_env: usize, step: usize, rng: &mut Rng) -> u8 {
     // Start on the title screen, then random SIMPLE_MOVEMENT presses (protocol B's inputs).

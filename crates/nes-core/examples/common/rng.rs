@@ -1,4 +1,8 @@
-//! What the examples share: the benchmark's seeded input generator.
+//! What the examples share: the benchmark's seeded input generator and its actions.
+
+/// SIMPLE_MOVEMENT, the benchmark's action set (protocol B): NOOP, R, R+A, R+B, R+A+B, A, L.
+#[allow(dead_code)] // not every crate that shares this module draws SMB's actions
+pub const SIMPLE_MOVEMENT: [u8; 7] = [0x00, 0x80, 0x81, 0x82, 0x83, 0x01, 0x40];
 
 /// xorshift32, as the GPU benchmark draws its actions.
 pub struct Rng(pub u32);

@@ -2,7 +2,7 @@
 //! benchmark draws its actions with the same xorshift32).
 
 #[path = "../../../nes-core/examples/common/rng.rs"]
-mod rng;
+pub mod rng;
 pub use rng::Rng;
 
 use std::path::PathBuf;
