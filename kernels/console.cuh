@@ -133,16 +133,6 @@ NESLE_FN bool nes_frame_step(Nes& n, u32& steps, u16 pc, u64 until) {
     return false;
 }
 
-#if NESLE_VOTE_COMPANIONS
-// The opcode at `pc` for nes_run_frame's vote, where reading it has no side effect (PRG ROM, RAM);
-// elsewhere a value no opcode has, so such a thread joins no other.
-NESLE_FN u32 nes_peek_opcode(const Nes& n, u16 pc) {
-    if (pc >= 0x8000) return bus_prg_read(n, pc);
-    if (pc < 0x2000) return n.st.ram[pc & 0x7ff];
-    return 0x10000u | pc;
-}
-#endif
-
 // Where part `part` (1-based) of a frame that started at cycle `start` ends: NESLE_PHASES
 // stretches of equal CPU time, the last one open.
 NESLE_FN u64 nes_part_end(u64 start, u32 part) {
@@ -241,22 +231,7 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
             u32 key = wait ? 0xffffffffu : NESLE_PC_VOTE == 2 ? sp << 16 | pc : pc;
             u32 low = __reduce_min_sync(mask, key);
             if (low == 0xffffffffu) break;
-#if NESLE_VOTE_COMPANIONS
-            // When the vote splits the warp, the threads whose next opcode is the one the lowest
-            // key's threads run join them: the same kernel code at another PC, so the round
-            // costs about what it did (the warp model: 1.35-1.7x fewer rounds under protocol B).
-            // Which threads run a round changes no env's steps, as for the vote itself.
-            bool run = key == low;
-            if (!__all_sync(mask, run || wait)) {
-                u32 op = wait ? 0xffffffffu : nes_peek_opcode(n, pc);
-                u32 lead = __ffs(__ballot_sync(mask, run)) - 1;
-                u32 lead_op = __shfl_sync(mask, op, lead);  // every thread of `mask` takes part
-                run = run || op == lead_op;
-            }
-            if (!run) continue;
-#else
             if (key != low) continue;
-#endif
             ran += 1;
             done = nes_frame_step(n, steps, pc, end) || s.ppu_frame_complete;
         }

@@ -27,12 +27,6 @@ static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time")
 #define NESLE_STEP_BOUNDS
 #endif
 
-// Never-run code in nesle_step, in clock reads, to measure how the code's placement moves the
-// speed (kernel-notes #112); 0, the shipped build: none.
-#ifndef NESLE_LAYOUT_PAD
-#define NESLE_LAYOUT_PAD 0
-#endif
-
 // For each env: pad-0 buttons = actions[env], then `frames` frames. `pixels` is null or
 // n_envs * 256 * 240 palette indices, written for the last frame. `order` is null or a
 // permutation of the envs: thread slot t runs env order[t] (nes_step_slot). `ran` is null or
@@ -41,22 +35,6 @@ static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time")
 extern "C" __global__ void NESLE_STEP_BOUNDS nesle_step(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr,
                                       const u8* actions, u32 n_envs, u32 frames, u8* pixels, const u32* order,
                                       u32* ran, LineLog* lines) {
-#if NESLE_LAYOUT_PAD > 0 && defined(__CUDA_ARCH__)
-    // A measurement of the code's placement (kernel-notes #112): never-run code here moves every
-    // function after the kernel's own by NESLE_LAYOUT_PAD clock reads, the same instructions
-    // running. No launch asks for 2^32 - 1 frames a step.
-    if (frames == 0xffffffffu) {
-        u32 x = 0;
-#pragma unroll
-        for (int i = 0; i < NESLE_LAYOUT_PAD; i++) {
-            u32 c;
-            asm volatile("mov.u32 %0, %%clock;" : "=r"(c));
-            x ^= c + (u32)i;
-        }
-        if (ran) ran[0] = x;
-        return;
-    }
-#endif
     // Grid-stride: the launch may have fewer threads than envs (launch.rs caps the blocks per SM).
     // Every thread of a block takes the same turns (the frames have block barriers inside).
     for (u32 base = blockIdx.x * blockDim.x; base < n_envs; base += gridDim.x * blockDim.x)

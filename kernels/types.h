@@ -58,11 +58,6 @@ static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-w
 #ifndef NESLE_PC_VOTE
 #define NESLE_PC_VOTE 2
 #endif
-// With the vote: 1 lets the threads whose next opcode is the one the vote's threads run join them
-// in the round (kernel-notes #113); 0, the default, runs the vote's threads alone.
-#ifndef NESLE_VOTE_COMPANIONS
-#define NESLE_VOTE_COMPANIONS 0
-#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && defined(NESLE_PC_VOTE) && NESLE_PC_VOTE
 #define NESLE_WARP_VOTE 1
 #else

@@ -446,16 +446,11 @@ def test_kernels_compiled_from_source_at_run_time_match_the_cpu(smb_rom, tmp_pat
     assert run.returncode != 0 and "NVRTC failed" in run.stderr, run.stderr[-3000:]
 
 
-@pytest.mark.parametrize(
-    "options",
-    ["-DNESLE_PC_VOTE=1", "-DNESLE_PC_VOTE=2", "-DNESLE_PC_VOTE=2 -DNESLE_VOTE_COMPANIONS=1"],
-    ids=["1", "2", "2-companions"],
-)
+@pytest.mark.parametrize("options", ["-DNESLE_PC_VOTE=1", "-DNESLE_PC_VOTE=2"], ids=["1", "2"])
 def test_the_pc_vote_keeps_every_env_exact(smb_rom, tmp_path, options):
     """`-DNESLE_PC_VOTE=1|2` (sm_80+: the threads of a warp take turns by 6502 PC, or by stack
-    depth then PC; with `NESLE_VOTE_COMPANIONS`, the threads at the same next opcode join the
-    vote's) changes which thread waits, never what an env computes: 40 envs (a whole warp and a
-    partial one) with diverging random inputs give the CPU's states after every step."""
+    depth then PC) changes which thread waits, never what an env computes: 40 envs (a whole warp
+    and a partial one) with diverging random inputs give the CPU's states after every step."""
     env = _source_env(NESLE_KERNEL_OPTIONS=options)
     rom = tmp_path / "smb.nes"
     rom.write_bytes(smb_rom)

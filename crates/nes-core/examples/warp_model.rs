@@ -23,9 +23,7 @@
 //! also prints, to stderr, how many distinct previous-frame paths the envs took, and the slots
 //! an env-frame of the (stack, PC) vote with 2 and 4 envs a lane (`lanes_cost`: 64 or 128 envs
 //! voting in a warp of 32 threads, each thread running one of its envs a round) and with the
-//! majority vote (`majority_cost`: each round the key most threads share), and with the (stack,
-//! PC) vote whose round the threads at the same next opcode join (`companion_cost`; a second
-//! figure only those at the vote's stack depth).
+//! majority vote (`majority_cost`: each round the key most threads share).
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
 //! listed step (default 3,30,100,200) the 4 frames of that step are traced. The ROM comes from
@@ -135,26 +133,6 @@ fn majority_cost(traces: &[Vec<Slot>], key: impl Fn(&Slot) -> u32) -> u64 {
     rounds
 }
 
-/// Rounds of the vote by `key` where the threads whose next opcode is the one the lowest key's
-/// threads run join them (`companions`): they run the same kernel code in the same round, at
-/// another PC, so the round costs one slot still; the price is that they may run ahead of the
-/// threads the vote would let catch up.
-/// `same_depth`: only companions at the leaders' stack depth.
-fn companion_cost(traces: &[Vec<Slot>], key: impl Fn(&Slot) -> u32, same_depth: bool) -> u64 {
-    let mut at = vec![0usize; traces.len()];
-    let mut rounds = 0;
-    while let Some((low, op, sp)) = traces.iter().zip(&at).filter_map(|(t, &i)| t.get(i).map(|s| (key(s), s.op, s.sp))).min() {
-        let group: Vec<usize> = (0..traces.len())
-            .filter(|&j| traces[j].get(at[j]).is_some_and(|s| key(s) == low || (s.op == op && (!same_depth || s.sp == sp))))
-            .collect();
-        rounds += distinct_ops(group.iter().map(|&j| traces[j][at[j]].op));
-        for j in group {
-            at[j] += 1;
-        }
-    }
-    rounds
-}
-
 /// Slots of one warp: work, ideal, aligned, then the votes: lowest PC; deepest stack, then
 /// lowest PC.
 fn warp_cost(traces: &[Vec<Slot>]) -> [u64; 5] {
@@ -223,8 +201,6 @@ fn main() {
         // Rounds of 2 and 4 envs a lane (`lanes_cost`), summed over the warps.
         let mut lanes = [0u64; 2];
         let mut majority = 0u64;
-        let mut companions = 0u64;
-        let mut companions_depth = 0u64;
         // Each env's 4 frames end to end: the (stack, PC) vote across the frame boundaries.
         let mut steps_traces: Vec<Vec<Slot>> = vec![Vec::new(); n];
         for f in 0..4 {
@@ -245,8 +221,6 @@ fn main() {
             }
             for w in traces.chunks(WARP) {
                 majority += majority_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32);
-                companions += companion_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32, false);
-                companions_depth += companion_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32, true);
             }
             for (k, l) in lanes.iter_mut().enumerate() {
                 for w in traces.chunks(WARP << (k + 1)) {
@@ -271,16 +245,6 @@ fn main() {
             "step {step}: the majority vote {:.1} slots/env-frame ({:.2}x the (stack, PC) vote)",
             majority as f64 / (4 * n) as f64,
             per_env / (majority as f64 / (4 * n) as f64)
-        );
-        eprintln!(
-            "step {step}: the vote with its opcode's companions {:.1} slots/env-frame ({:.2}x the (stack, PC) vote)",
-            companions as f64 / (4 * n) as f64,
-            per_env / (companions as f64 / (4 * n) as f64)
-        );
-        eprintln!(
-            "step {step}: the same with companions at the leaders' stack depth only {:.1} slots/env-frame ({:.2}x)",
-            companions_depth as f64 / (4 * n) as f64,
-            per_env / (companions_depth as f64 / (4 * n) as f64)
         );
         let across: u64 = steps_traces.chunks(WARP).map(|w| vote_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32)).sum();
         let k = (4 * warps) as f64;
