@@ -23,7 +23,11 @@
 //! also prints, to stderr, how many distinct previous-frame paths the envs took, and the slots
 //! an env-frame of the (stack, PC) vote with 2 and 4 envs a lane (`lanes_cost`: 64 or 128 envs
 //! voting in a warp of 32 threads, each thread running one of its envs a round) and with the
-//! majority vote (`majority_cost`: each round the key most threads share).
+//! majority vote (`majority_cost`: each round the key most threads share), and for each frame
+//! the slowest warp's rounds against the mean warp's (a launch lasts as long as its slowest
+//! warp), the longest env's instructions against the mean env's, and the slowest warp's envs'
+//! instructions. `spread` and `framespread` regroup as `count` and `frame` do, except the envs
+//! above 1.5 times the median count go one to a warp (`spread_order`).
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
 //! listed step (default 3,30,100,200) the 4 frames of that step are traced. The ROM comes from
@@ -133,6 +137,27 @@ fn majority_cost(traces: &[Vec<Slot>], key: impl Fn(&Slot) -> u32) -> u64 {
     rounds
 }
 
+/// The order `spread` regroups by: by count, as `count` does, except the outliers (a count above
+/// 1.5 times the median) go one to a warp (more only when there are more of them than warps),
+/// in the last lanes, so no warp holds several of the longest envs: a launch lasts as long as
+/// its slowest warp, and a warp of outliers runs their different long paths one after another.
+fn spread_order(counts: &[u64]) -> Vec<usize> {
+    let mut by_count: Vec<usize> = (0..counts.len()).collect();
+    by_count.sort_by_key(|&i| counts[i]);
+    let median = counts[by_count[counts.len() / 2]];
+    let (rest, outliers): (Vec<usize>, Vec<usize>) = by_count.iter().partition(|&&i| 2 * counts[i] <= 3 * median);
+    let warps = counts.len().div_ceil(WARP);
+    let mut order = Vec::with_capacity(counts.len());
+    let mut next = rest.iter();
+    for w in 0..warps {
+        let own: Vec<usize> = outliers.iter().copied().skip(w).step_by(warps).collect();
+        order.extend(next.by_ref().take(WARP.saturating_sub(own.len())));
+        order.extend(own);
+    }
+    order.extend(next);
+    order
+}
+
 /// Slots of one warp: work, ideal, aligned, then the votes: lowest PC; deepest stack, then
 /// lowest PC.
 fn warp_cost(traces: &[Vec<Slot>]) -> [u64; 5] {
@@ -186,6 +211,11 @@ fn main() {
                 (r[0x770], r[0x0e], r[0x1d], r[0x6d], r[0x86])
             }),
             "count" | "frame" => envs.sort_by_key(|e| e.1),
+            "spread" | "framespread" => {
+                let order = spread_order(&envs.iter().map(|e| e.1).collect::<Vec<_>>());
+                let mut old: Vec<Option<(Console, u64, u64)>> = envs.drain(..).map(Some).collect();
+                envs = order.iter().map(|&i| old[i].take().expect("an order is a permutation")).collect();
+            }
             "path" => envs.sort_by_key(|e| e.2),
             "countpath" => envs.sort_by_key(|e| (e.1, e.2)),
             "countram" => envs.sort_by_key(|(c, count, _)| {
@@ -204,21 +234,46 @@ fn main() {
         // Each env's 4 frames end to end: the (stack, PC) vote across the frame boundaries.
         let mut steps_traces: Vec<Vec<Slot>> = vec![Vec::new(); n];
         for f in 0..4 {
-            if f > 0 && regroup == "frame" {
+            if f > 0 && (regroup == "frame" || regroup == "framespread") {
                 // Each env keeps its traces so far: sort env and traces together.
                 let mut both: Vec<_> = envs.drain(..).zip(steps_traces.drain(..)).collect();
-                both.sort_by_key(|((_, count, _), _)| *count);
+                if regroup == "frame" {
+                    both.sort_by_key(|((_, count, _), _)| *count);
+                } else {
+                    let order = spread_order(&both.iter().map(|((_, count, _), _)| *count).collect::<Vec<_>>());
+                    let mut old: Vec<Option<_>> = both.drain(..).map(Some).collect();
+                    both = order.iter().map(|&i| old[i].take().expect("an order is a permutation")).collect();
+                }
                 (envs, steps_traces) = both.into_iter().unzip();
             }
             let traces: Vec<Vec<Slot>> = envs.iter_mut().map(|(c, _, _)| traced_frame(c)).collect();
             for ((_, count, _), t) in envs.iter_mut().zip(&traces) {
                 *count = t.len() as u64;
             }
+            // The launch lasts as long as its slowest warp: that warp's (stack, PC) vote rounds
+            // against the mean warp's, and the longest env's instructions against the mean env's.
+            let (mut slowest, mut frame_sum) = (0u64, 0u64);
+            let mut slowest_lens: Vec<usize> = Vec::new();
             for w in traces.chunks(WARP) {
-                for (s, v) in sum.iter_mut().zip(warp_cost(w)) {
+                let cost = warp_cost(w);
+                if cost[4] > slowest {
+                    slowest_lens = w.iter().map(|t| t.len()).collect();
+                }
+                slowest = slowest.max(cost[4]);
+                frame_sum += cost[4];
+                for (s, v) in sum.iter_mut().zip(cost) {
                     *s += v;
                 }
             }
+            let longest = traces.iter().map(|t| t.len()).max().unwrap_or(0);
+            let mean_len = traces.iter().map(|t| t.len()).sum::<usize>() as f64 / n as f64;
+            let mean_warp = frame_sum as f64 / warps as f64;
+            eprintln!(
+                "step {step} frame {f}: slowest warp {slowest} vote-sp rounds, mean {mean_warp:.0} ({:.2}x); longest env {longest} instructions, mean {mean_len:.0} ({:.2}x)",
+                slowest as f64 / mean_warp,
+                longest as f64 / mean_len
+            );
+            eprintln!("step {step} frame {f}: the slowest warp's envs' instructions {slowest_lens:?}");
             for w in traces.chunks(WARP) {
                 majority += majority_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32);
             }
