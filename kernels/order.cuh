@@ -34,29 +34,6 @@ NESLE_FN u32 order_tile_k_first(u32 k) { return k == 0 ? 2 : k; }
 NESLE_FN u32 order_tile_k_last(u32 k, u32 size) { return k == 0 ? size : k; }
 NESLE_FN u32 order_tile_j_first(u32 k, u32 size) { return (k < size ? k : size) >> 1; }
 
-// NESLE_ORDER_INTERLEAVE (warps a step block; 0, the default: off): the sorted warps dealt to
-// the step kernel's blocks in turn, so that each block holds a cross-section of the envs' work
-// instead of 16 neighbours (kernel-notes #114): a launch lasts as long as its slowest block,
-// and sorted by work the last blocks hold all the longest envs. Only whole blocks of whole
-// warps are dealt; the rest keep the sorted order.
-#ifndef NESLE_ORDER_INTERLEAVE
-#define NESLE_ORDER_INTERLEAVE 0
-#endif
-
-// The sorted position slot `t` of `n` takes.
-NESLE_FN u32 order_source(u32 t, u32 n) {
-#if NESLE_ORDER_INTERLEAVE > 0
-    u32 blocks = n / 32 / NESLE_ORDER_INTERLEAVE;
-    if (t < blocks * NESLE_ORDER_INTERLEAVE * 32) {
-        u32 slot_warp = t / 32, block = slot_warp / NESLE_ORDER_INTERLEAVE, nth = slot_warp % NESLE_ORDER_INTERLEAVE;
-        return (nth * blocks + block) * 32 + t % 32;
-    }
-#else
-    (void)n;
-#endif
-    return t;
-}
-
 #if defined(__CUDACC__)
 // One stage of the network over all the pairs, for j >= the tile size.
 extern "C" __global__ void nesle_order_stage(u64* pairs, u32 j, u32 k, u32 padded) {
@@ -82,7 +59,7 @@ extern "C" __global__ void nesle_order_tiles(const u32* ran, u64* pairs, u32 n, 
 
 extern "C" __global__ void nesle_order_out(const u64* pairs, u32* order, u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) order[i] = (u32)pairs[order_source(i, n)];
+    if (i < n) order[i] = (u32)pairs[i];
 }
 #else
 // The host twin, with the device's schedule and any tile size (a power of two): each launch
@@ -106,6 +83,6 @@ extern "C" void nesle_host_order(const u32* ran, u64* pairs, u32* order, u32 n, 
             for (u32 i = 0; i < padded; i++) order_exchange(pairs, i, j, (i & k) == 0);
         order_host_tiles(ran, pairs, n, padded, size, k);
     }
-    for (u32 i = 0; i < n; i++) order[i] = (u32)pairs[order_source(i, n)];
+    for (u32 i = 0; i < n; i++) order[i] = (u32)pairs[i];
 }
 #endif
