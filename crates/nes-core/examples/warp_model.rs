@@ -26,7 +26,7 @@
 //! majority vote (`majority_cost`: each round the key most threads share), and for each frame
 //! the slowest warp's rounds against the mean warp's (a launch lasts as long as its slowest
 //! warp), the longest env's instructions against the mean env's, and the slowest warp's envs'
-//! instructions. `spread` and `framespread` regroup as `count` and `frame` do, except the envs
+//! instructions and most run instructions. `spread` and `framespread` regroup as `count` and `frame` do, except the envs
 //! above 1.5 times the median count go one to a warp (`spread_order`).
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
@@ -266,6 +266,17 @@ fn main() {
                 }
             }
             let longest = traces.iter().map(|t| t.len()).max().unwrap_or(0);
+            // Where the longest env spends its frame: its most run instructions (PC:opcode x runs).
+            if let Some(t) = traces.iter().max_by_key(|t| t.len()) {
+                let mut runs = std::collections::HashMap::<u16, (u8, u32)>::new();
+                for slot in t {
+                    runs.entry(slot.pc).or_insert((slot.op, 0)).1 += 1;
+                }
+                let mut hot: Vec<_> = runs.into_iter().collect();
+                hot.sort_by_key(|&(pc, (_, k))| (std::cmp::Reverse(k), pc));
+                let hot: Vec<String> = hot.iter().take(8).map(|(pc, (op, k))| format!("{pc:04x}:{op:02x}x{k}")).collect();
+                eprintln!("step {step} frame {f}: the longest env's most run instructions {}", hot.join(" "));
+            }
             let mean_len = traces.iter().map(|t| t.len()).sum::<usize>() as f64 / n as f64;
             let mean_warp = frame_sum as f64 / warps as f64;
             eprintln!(
