@@ -26,7 +26,8 @@
 //! majority vote (`majority_cost`: each round the key most threads share), and for each frame
 //! the slowest warp's rounds against the mean warp's (a launch lasts as long as its slowest
 //! warp), the longest env's instructions against the mean env's, and the slowest warp's envs'
-//! instructions and most run instructions. `spread` and `framespread` regroup as `count` and `frame` do, except the envs
+//! instructions and most run instructions, and how many envs' frames are over twice the mean,
+//! by SMB's OperMode. `spread` and `framespread` regroup as `count` and `frame` do, except the envs
 //! above 1.5 times the median count go one to a warp (`spread_order`).
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
@@ -247,6 +248,16 @@ fn main() {
                 (envs, steps_traces) = both.into_iter().unzip();
             }
             let traces: Vec<Vec<Slot>> = envs.iter_mut().map(|(c, _, _)| traced_frame(c)).collect();
+            // The envs whose frame is over twice the mean's, by SMB's OperMode ($0770: 0 title,
+            // 1 playing, 2 victory, 3 game over): the long frames that set a launch's length.
+            let mean_frame = traces.iter().map(|t| t.len()).sum::<usize>() / n.max(1);
+            let mut long_by_mode = [0usize; 4];
+            for ((c, _, _), t) in envs.iter().zip(&traces) {
+                if t.len() > 2 * mean_frame {
+                    long_by_mode[(c.ram()[0x770] & 3) as usize] += 1;
+                }
+            }
+            eprintln!("step {step} frame {f}: envs over twice the mean frame, by OperMode 0-3: {long_by_mode:?}");
             for ((_, count, _), t) in envs.iter_mut().zip(&traces) {
                 *count = t.len() as u64;
             }
