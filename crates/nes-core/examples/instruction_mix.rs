@@ -2,8 +2,12 @@
 //! instructions by access class (read, immediate or from memory; write; read-modify-write; the
 //! rest) and by operand kind (zero page or indirect, absolute, relative), which says how many
 //! of the kernel's `cpu_read` calls a frame-loop round an inline read at one call site removes
-//! (docs/kernel-notes.md, #107-#109). A host count, not a GPU measurement: like the kernel, an
-//! idle loop's repeats (a `JMP` to itself) count once a frame.
+//! (docs/kernel-notes.md, #107-#109). It also counts the quiet runs: consecutive instructions
+//! whose operand lies in RAM or PRG ROM and that leave the interrupt flag alone (`quiet`), the
+//! stretches a path with the CPU's registers and clock in registers could run without the bus's
+//! per-cycle tests (kernel-notes, "What the slowest warps run"); a page-crossing dummy read and
+//! the deadlines are not modelled. A host count, not a GPU measurement: like the kernel, an idle
+//! loop's repeats (a `JMP` to itself) count once a frame.
 //!
 //! ```text
 //! cargo run --release -p nes-core --example instruction_mix -- [FRAMES]
@@ -12,7 +16,7 @@
 //! seeded generator every 4 frames, FRAMES frames (default 2,000). The ROM comes from
 //! `$NESLE_ROM_DIR` or `~/.cache/nesle/roms`.
 
-use nes_core::cpu::ops::{Access, Mode, OPS};
+use nes_core::cpu::ops::{Access, Mn, Mode, OPS};
 
 
 #[path = "common/rng.rs"]
@@ -30,6 +34,17 @@ fn main() {
     let mut class = [0u64; 5];
     let mut operand = [0u64; 3];
     let mut total = 0u64;
+    // Quiet instructions, and of them those in runs of at least 8 and 32; the current run.
+    let (mut quiet, mut in_8, mut in_32, mut run) = (0u64, 0u64, 0u64, 0u64);
+    let mut end_run = |run: &mut u64| {
+        if *run >= 8 {
+            in_8 += *run;
+        }
+        if *run >= 32 {
+            in_32 += *run;
+        }
+        *run = 0;
+    };
     for frame in 0..frames {
         if frame % 4 == 0 {
             c.set_buttons(0, SIMPLE_MOVEMENT[(rng.next() % 7) as usize]);
@@ -39,6 +54,7 @@ fn main() {
         while !c.bus.ppu.frame_complete {
             let pc = c.cpu.pc;
             let op = OPS[c.peek(pc) as usize];
+            let calm = is_quiet(&c, op.mode, op.mn);
             c.step();
             if c.cpu.pc == pc {
                 repeats += 1;
@@ -49,6 +65,12 @@ fn main() {
                 repeats = 0;
             }
             total += 1;
+            if calm {
+                quiet += 1;
+                run += 1;
+            } else {
+                end_run(&mut run);
+            }
             class[match (op.mn.access(), op.mode) {
                 (Access::Read, Mode::Imm) => 0,
                 (Access::Read, _) => 1,
@@ -64,6 +86,7 @@ fn main() {
             }
         }
     }
+    end_run(&mut run);
     let pct = |x: u64| 100.0 * x as f64 / total.max(1) as f64;
     println!("{total} instructions in {frames} frames ({:.0} a frame)", total as f64 / frames as f64);
     println!(
@@ -80,4 +103,37 @@ fn main() {
         pct(operand[1]),
         pct(operand[2])
     );
+    println!(
+        "quiet (operand in RAM or PRG ROM, I flag untouched) {:.1}%, in quiet runs of 8 or more {:.1}%, of 32 or more {:.1}%",
+        pct(quiet),
+        pct(in_8),
+        pct(in_32)
+    );
+}
+
+/// Whether the instruction at the CPU's PC, of `mode` and `mn`, reads or writes only RAM
+/// ($0000-$1FFF) and PRG ROM ($8000-$FFFF) and leaves the interrupt flag as it is.
+fn is_quiet(c: &nes_core::Console, mode: Mode, mn: Mn) -> bool {
+    if matches!(mn, Mn::BRK | Mn::RTI | Mn::CLI | Mn::SEI | Mn::PLP) {
+        return false;
+    }
+    let pc = c.cpu.pc;
+    let lo = c.peek(pc.wrapping_add(1));
+    let word = u16::from_le_bytes([lo, c.peek(pc.wrapping_add(2))]);
+    let pointer = |zp: u8| u16::from_le_bytes([c.peek(zp as u16), c.peek(zp.wrapping_add(1) as u16)]);
+    let at = match mode {
+        Mode::Imp | Mode::Acc | Mode::Imm | Mode::Rel => return true,
+        Mode::Zp | Mode::Zpx | Mode::Zpy | Mode::Izx => return mode != Mode::Izx || quiet_at(pointer(lo.wrapping_add(c.cpu.x))),
+        Mode::Abs | Mode::Ind if matches!(mn, Mn::JMP | Mn::JSR) => return mode == Mode::Abs,
+        Mode::Abs => word,
+        Mode::Abx => word.wrapping_add(c.cpu.x as u16),
+        Mode::Aby => word.wrapping_add(c.cpu.y as u16),
+        Mode::Izy => pointer(lo).wrapping_add(c.cpu.y as u16),
+        Mode::Ind => return false,
+    };
+    quiet_at(at)
+}
+
+fn quiet_at(addr: u16) -> bool {
+    addr < 0x2000 || addr >= 0x8000
 }
