@@ -122,9 +122,9 @@ fn is_quiet(c: &nes_core::Console, mode: Mode, mn: Mn) -> bool {
     let word = u16::from_le_bytes([lo, c.peek(pc.wrapping_add(2))]);
     let pointer = |zp: u8| u16::from_le_bytes([c.peek(zp as u16), c.peek(zp.wrapping_add(1) as u16)]);
     let at = match mode {
-        Mode::Imp | Mode::Acc | Mode::Imm | Mode::Rel => return true,
-        Mode::Zp | Mode::Zpx | Mode::Zpy | Mode::Izx => return mode != Mode::Izx || quiet_at(pointer(lo.wrapping_add(c.cpu.x))),
-        Mode::Abs | Mode::Ind if matches!(mn, Mn::JMP | Mn::JSR) => return mode == Mode::Abs,
+        Mode::Imp | Mode::Acc | Mode::Imm | Mode::Rel | Mode::Zp | Mode::Zpx | Mode::Zpy => return true,
+        Mode::Abs if matches!(mn, Mn::JMP | Mn::JSR) => return true,
+        Mode::Izx => pointer(lo.wrapping_add(c.cpu.x)),
         Mode::Abs => word,
         Mode::Abx => word.wrapping_add(c.cpu.x as u16),
         Mode::Aby => word.wrapping_add(c.cpu.y as u16),

@@ -159,6 +159,12 @@ fn spread_order(counts: &[u64]) -> Vec<usize> {
     order
 }
 
+/// `items` in `order` (a permutation of their indices).
+fn permuted<T>(items: Vec<T>, order: &[usize]) -> Vec<T> {
+    let mut old: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    order.iter().map(|&i| old[i].take().expect("an order is a permutation")).collect()
+}
+
 /// Slots of one warp: work, ideal, aligned, then the votes: lowest PC; deepest stack, then
 /// lowest PC.
 fn warp_cost(traces: &[Vec<Slot>]) -> [u64; 5] {
@@ -214,8 +220,7 @@ fn main() {
             "count" | "frame" => envs.sort_by_key(|e| e.1),
             "spread" | "framespread" => {
                 let order = spread_order(&envs.iter().map(|e| e.1).collect::<Vec<_>>());
-                let mut old: Vec<Option<(Console, u64, u64)>> = envs.drain(..).map(Some).collect();
-                envs = order.iter().map(|&i| old[i].take().expect("an order is a permutation")).collect();
+                envs = permuted(std::mem::take(&mut envs), &order);
             }
             "path" => envs.sort_by_key(|e| e.2),
             "countpath" => envs.sort_by_key(|e| (e.1, e.2)),
@@ -242,18 +247,17 @@ fn main() {
                     both.sort_by_key(|((_, count, _), _)| *count);
                 } else {
                     let order = spread_order(&both.iter().map(|((_, count, _), _)| *count).collect::<Vec<_>>());
-                    let mut old: Vec<Option<_>> = both.drain(..).map(Some).collect();
-                    both = order.iter().map(|&i| old[i].take().expect("an order is a permutation")).collect();
+                    both = permuted(both, &order);
                 }
                 (envs, steps_traces) = both.into_iter().unzip();
             }
             let traces: Vec<Vec<Slot>> = envs.iter_mut().map(|(c, _, _)| traced_frame(c)).collect();
             // The envs whose frame is over twice the mean's, by SMB's OperMode ($0770: 0 title,
             // 1 playing, 2 victory, 3 game over): the long frames that set a launch's length.
-            let mean_frame = traces.iter().map(|t| t.len()).sum::<usize>() / n.max(1);
+            let mean_len = traces.iter().map(|t| t.len()).sum::<usize>() as f64 / n as f64;
             let mut long_by_mode = [0usize; 4];
             for ((c, _, _), t) in envs.iter().zip(&traces) {
-                if t.len() > 2 * mean_frame {
+                if t.len() as f64 > 2.0 * mean_len {
                     long_by_mode[(c.ram()[0x770] & 3) as usize] += 1;
                 }
             }
@@ -276,9 +280,10 @@ fn main() {
                     *s += v;
                 }
             }
-            let longest = traces.iter().map(|t| t.len()).max().unwrap_or(0);
+            let longest_trace = traces.iter().max_by_key(|t| t.len());
+            let longest = longest_trace.map_or(0, |t| t.len());
             // Where the longest env spends its frame: its most run instructions (PC:opcode x runs).
-            if let Some(t) = traces.iter().max_by_key(|t| t.len()) {
+            if let Some(t) = longest_trace {
                 let mut runs = std::collections::HashMap::<u16, (u8, u32)>::new();
                 for slot in t {
                     runs.entry(slot.pc).or_insert((slot.op, 0)).1 += 1;
@@ -288,7 +293,6 @@ fn main() {
                 let hot: Vec<String> = hot.iter().take(8).map(|(pc, (op, k))| format!("{pc:04x}:{op:02x}x{k}")).collect();
                 eprintln!("step {step} frame {f}: the longest env's most run instructions {}", hot.join(" "));
             }
-            let mean_len = traces.iter().map(|t| t.len()).sum::<usize>() as f64 / n as f64;
             let mean_warp = frame_sum as f64 / warps as f64;
             eprintln!(
                 "step {step} frame {f}: slowest warp {slowest} vote-sp rounds, mean {mean_warp:.0} ({:.2}x); longest env {longest} instructions, mean {mean_len:.0} ({:.2}x)",
