@@ -247,6 +247,50 @@ fn a_rom_that_works_in_prg_ram_runs_identically_across_steps() {
 }
 
 
+/// An NROM program for the kernels' quiet path (kernels/quiet.cuh), which runs instructions
+/// that touch only RAM and PRG ROM on registers and must leave everything as the full path
+/// would. Each pass jumps into open bus twice (`JMP $4020`, `JMP ($0200)`): the opcode fetched
+/// there is the data bus, the high byte the jump read last ($40, an RTI back into the program),
+/// so a quiet instruction that left the wrong byte on the bus sends the program elsewhere. Then
+/// read-modify-writes, zero-page, absolute and indirect indexed modes whose page crossings reach
+/// ROM and, through `($30),Y` at $1FF0 + Y, the PPU's registers (not quiet: the full path), a
+/// `($34,X)` read through whatever zero page holds, JSR/RTS and the stack, and branches.
+fn quiet_path_rom() -> Vec<u8> {
+    #[rustfmt::skip]
+    let code: &[u8] = &[
+        0x78, 0xd8, 0xa2, 0xff, 0x9a,                   // SEI CLD LDX #$FF TXS
+        0xa9, 0x80, 0x8d, 0x00, 0x20,                   // LDA #$80 STA $2000 (NMI on)
+        0xa9, 0x20, 0x8d, 0x00, 0x02,                   // LDA #$20 STA $0200
+        0xa9, 0x40, 0x8d, 0x01, 0x02,                   // LDA #$40 STA $0201 (a pointer to $4020)
+        0xa9, 0xf0, 0x85, 0x30, 0xa9, 0x1f, 0x85, 0x31, // LDA #$F0 STA $30 LDA #$1F STA $31 ($1FF0)
+        0xa9, 0x80, 0x85, 0x32, 0xa9, 0x05, 0x85, 0x33, // LDA #$80 STA $32 LDA #$05 STA $33 ($0580)
+        0xa9, 0xc0, 0x48, 0xa9, 0x2e, 0x48, 0x08,       // $C024: LDA #$C0 PHA LDA #$2E PHA PHP
+        0x4c, 0x20, 0x40,                               // JMP $4020 (RTI to $C02E)
+        0xa9, 0xc0, 0x48, 0xa9, 0x38, 0x48, 0x08,       // $C02E: LDA #$C0 PHA LDA #$38 PHA PHP
+        0x6c, 0x00, 0x02,                               // JMP ($0200) (RTI to $C038)
+        0xe6, 0x10, 0xa6, 0x10, 0xa4, 0x10,             // $C038: INC $10 LDX $10 LDY $10
+        0xb5, 0x20, 0x7d, 0xf0, 0x02,                   // LDA $20,X ADC $02F0,X
+        0x9d, 0x80, 0x03, 0x5e, 0x00, 0x03, 0x36, 0x40, // STA $0380,X LSR $0300,X ROL $40,X
+        0xb1, 0x30, 0x91, 0x32,                         // LDA ($30),Y STA ($32),Y
+        0xa1, 0x34, 0x59, 0x00, 0xc0,                   // LDA ($34,X) EOR $C000,Y
+        0x20, 0x60, 0xc0,                               // JSR $C060
+        0x90, 0x02, 0xe5, 0x12,                         // BCC +2 SBC $12
+        0x10, 0xc7, 0x4c, 0x24, 0xc0,                   // BPL $C024 JMP $C024
+        0x48, 0x8a, 0x48, 0x68, 0xaa, 0x68, 0x60,       // $C060: PHA TXA PHA PLA TAX PLA RTS
+        0xe6, 0x12, 0x40,                               // $C067 NMI: INC $12 RTI
+    ];
+    assert_eq!(code.len(), 0x6a, "the jumps above point into this layout");
+    core_roms::nrom(code, 0xc067, 0xc000)
+}
+
+#[test]
+fn the_quiet_path_rom_runs_identically() {
+    if let Err(e) = run_parity("quiet path", &quiet_path_rom(), 300, 1, &random_buttons) {
+        panic!("{e}");
+    }
+}
+
+
 fn smb_input(_env: usize, step: usize, rng: &mut Rng) -> u8 {
     // Start on the title screen, then random SIMPLE_MOVEMENT presses (protocol B's inputs).
     if (10..12).contains(&step) {
