@@ -2,6 +2,7 @@
 #pragma once
 #include "console_types.cuh"
 #include "cpu.cuh"
+#include "quiet.cuh"
 
 // NES_MAX_STEPS_PER_FRAME (generated from nes-core console::MAX_STEPS_PER_FRAME): a frame is at
 // most 29,781 CPU cycles, so fewer than 15,000 steps; a console that runs 4x that without
@@ -114,12 +115,11 @@ NESLE_DEV u32 nes_skip_loop(Nes& n, u16 back, u32 max, u64 until) {
     return 0;
 }
 
-// One iteration of nes_run_frame's loop: an instruction (at `pc`, the CPU's PC), then the
-// idle-loop fast-forward (not past `until`, the end of the frame's part). Returns true when the
-// frame must end early (the console faulted).
-NESLE_FN bool nes_frame_step(Nes& n, u32& steps, u16 pc, u64 until) {
+// The rest of an iteration of nes_run_frame's loop after its instruction (at `pc`): the
+// idle-loop fast-forward (not past `until`, the end of the frame's part) and the step bound.
+// Returns true when the frame must end early (the console faulted).
+NESLE_FN bool nes_frame_after_step(Nes& n, u32& steps, u16 pc, u64 until) {
     FlatState& s = n.st;
-    cpu_step_at(n, pc);
     steps += 1;
     // 0: a `JMP` to itself; 5: a `BEQ`/`BNE` back to a `LDA $2002; AND #m` (one test for
     // both: 1 and 4 fall through in `nes_skip_loop`).
@@ -131,6 +131,27 @@ NESLE_FN bool nes_frame_step(Nes& n, u32& steps, u16 pc, u64 until) {
         return true;
     }
     return false;
+}
+
+// One iteration of nes_run_frame's loop, the CPU's registers, clock and data bus in `r` (the
+// state's copies stale meanwhile): the instruction at `r.cpu_pc` on the quiet path when it is
+// quiet (`quiet_until`: nes_quiet_until, kept with `r`), else the full step with `r` written
+// back first and read again after; then the idle-loop fast-forward and the step bound, which
+// read the state, so a quiet instruction that could need either writes `r` back too. Returns
+// true when the frame ends (vertical blank reached, or the console faulted).
+NESLE_FN bool nes_frame_turn(Nes& n, CpuRegs& r, u64& quiet_until, u32& steps, u64 until) {
+    u16 pc = r.cpu_pc;
+    bool quiet = cpu_quiet_step(n, r, quiet_until);
+    if (quiet && ((u16)(pc - r.cpu_pc) & ~5) != 0 && steps < NES_MAX_STEPS_PER_FRAME) {
+        steps += 1;
+        return false;
+    }
+    cpu_regs_store(n, r);
+    if (!quiet) cpu_step_at(n, pc);
+    bool end = nes_frame_after_step(n, steps, pc, until) || n.st.ppu_frame_complete;
+    r = cpu_regs_load(n);
+    quiet_until = nes_quiet_until(n);
+    return end;
 }
 
 // Where part `part` (1-based) of a frame that started at cycle `start` ends: NESLE_PHASES
@@ -156,14 +177,18 @@ NESLE_FN u32 nes_frame_loop_alone(Nes& n, u32& steps) {
     FlatState& s = n.st;
     u32 ran = 0;
     u64 start = s.bus_cycles;
+    CpuRegs r = cpu_regs_load(n);
+    u64 quiet_until = nes_quiet_until(n);
     for (u32 part = 1; part <= NESLE_PHASES; part++) {
         u64 end = nes_part_end(start, part);
-        while (!s.ppu_frame_complete && s.bus_cycles < end) {
+        while (!s.ppu_frame_complete && r.bus_cycles < end) {
             ran += 1;
-            if (nes_frame_step(n, steps, s.cpu_pc, end)) return ran;
+            if (nes_frame_turn(n, r, quiet_until, steps, end)) return ran;
         }
+        cpu_regs_store(n, r);
         if (s.ppu_frame_complete) break;
         nes_part_catch_up(n);
+        quiet_until = nes_quiet_until(n);
     }
     return ran;
 }
@@ -218,25 +243,27 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
     // each in its own part of the frame. Where a part ends changes no env's steps either.
     u32 mask = __activemask();
     bool done = !active;
+    // The registers of the quiet path (nes_frame_turn); a thread without an env holds its own
+    // unused local copy's, and votes the key of no thread.
+    CpuRegs r = cpu_regs_load(n);
+    u64 quiet_until = active ? nes_quiet_until(n) : 0;
     for (u32 part = 1; part <= NESLE_PHASES; part++) {
         u64 end = nes_part_end(start, part);
         for (;;) {
-            // The clock, the PC and the stack pointer loaded at once, whatever `done` and `wait`
-            // turn out, not one load after the other's test (kernel-notes #101); a thread
-            // without an env reads its own unused local copy, and votes the key of no thread.
-            u64 cycles = s.bus_cycles;
-            u16 pc = s.cpu_pc;
-            u32 sp = s.cpu_s;
-            bool wait = done || cycles >= end;
-            u32 key = wait ? 0xffffffffu : NESLE_PC_VOTE == 2 ? sp << 16 | pc : pc;
+            bool wait = done || r.bus_cycles >= end;
+            u32 key = wait ? 0xffffffffu : NESLE_PC_VOTE == 2 ? (u32)r.cpu_s << 16 | r.cpu_pc : r.cpu_pc;
             u32 low = __reduce_min_sync(mask, key);
             if (low == 0xffffffffu) break;
             if (key != low) continue;
             ran += 1;
-            done = nes_frame_step(n, steps, pc, end) || s.ppu_frame_complete;
+            done = nes_frame_turn(n, r, quiet_until, steps, end);
         }
+        cpu_regs_store(n, r);
         // The warp leaves the loop together: its running envs' PPUs catch up in one pass.
-        if (!done && part < NESLE_PHASES) nes_part_catch_up(n);
+        if (!done && part < NESLE_PHASES) {
+            nes_part_catch_up(n);
+            quiet_until = nes_quiet_until(n);
+        }
 #if NESLE_PHASES > 1
         __syncthreads();
 #endif

@@ -141,11 +141,15 @@ NESLE_FN u8 cpu_pull(Nes& n) {
     return cpu_read(n, 0x100 | n.st.cpu_s);
 }
 
-NESLE_FN void cpu_set_zn(FlatState& s, u8 v) {
+// The ALU helpers below take `s`: FlatState, or the quiet path's registers (quiet.cuh), which
+// carry the same field names.
+template <class R>
+NESLE_FN void cpu_set_zn(R& s, u8 v) {
     s.cpu_p = (u8)((s.cpu_p & ~(FLAG_Z | FLAG_N)) | (v & FLAG_N) | (v == 0 ? FLAG_Z : 0));
 }
 
-NESLE_FN void cpu_set_flag(FlatState& s, u8 flag, bool on) {
+template <class R>
+NESLE_FN void cpu_set_flag(R& s, u8 flag, bool on) {
     if (on) s.cpu_p |= flag;
     else s.cpu_p &= (u8)~flag;
 }
@@ -261,12 +265,14 @@ NESLE_FN u8 cpu_operand(Nes& n, u8 mode) {
     return cpu_read(n, addr);
 }
 
-NESLE_FN void cpu_compare(FlatState& s, u8 reg, u8 v) {
+template <class R>
+NESLE_FN void cpu_compare(R& s, u8 reg, u8 v) {
     cpu_set_flag(s, FLAG_C, reg >= v);
     cpu_set_zn(s, (u8)(reg - v));
 }
 
-NESLE_FN void cpu_adc_binary(FlatState& s, u8 v) {
+template <class R>
+NESLE_FN void cpu_adc_binary(R& s, u8 v) {
     u16 sum = (u16)(s.cpu_a + v + (s.cpu_p & FLAG_C));
     u8 r = (u8)sum;
     cpu_set_flag(s, FLAG_C, sum > 0xff);
@@ -312,38 +318,44 @@ NESLE_DEV void cpu_sbc_decimal(FlatState& s, u8 v) {
     s.cpu_a = (u8)(((hi << 4) | (lo & 0x0f)) & 0xff);
 }
 
-NESLE_FN void cpu_adc(FlatState& s, u8 v) {
+template <class R>
+NESLE_FN void cpu_adc(R& s, u8 v) {
     if (s.cpu_decimal_mode && (s.cpu_p & FLAG_D)) cpu_adc_decimal(s, v);
     else cpu_adc_binary(s, v);
 }
 
-NESLE_FN void cpu_sbc(FlatState& s, u8 v) {
+template <class R>
+NESLE_FN void cpu_sbc(R& s, u8 v) {
     if (s.cpu_decimal_mode && (s.cpu_p & FLAG_D)) cpu_sbc_decimal(s, v);
     else cpu_adc_binary(s, (u8)~v);
 }
 
-NESLE_FN u8 cpu_asl(FlatState& s, u8 v) {
+template <class R>
+NESLE_FN u8 cpu_asl(R& s, u8 v) {
     cpu_set_flag(s, FLAG_C, (v & 0x80) != 0);
     u8 r = (u8)(v << 1);
     cpu_set_zn(s, r);
     return r;
 }
 
-NESLE_FN u8 cpu_lsr(FlatState& s, u8 v) {
+template <class R>
+NESLE_FN u8 cpu_lsr(R& s, u8 v) {
     cpu_set_flag(s, FLAG_C, (v & 1) != 0);
     u8 r = v >> 1;
     cpu_set_zn(s, r);
     return r;
 }
 
-NESLE_FN u8 cpu_rol(FlatState& s, u8 v) {
+template <class R>
+NESLE_FN u8 cpu_rol(R& s, u8 v) {
     u8 r = (u8)((v << 1) | (s.cpu_p & FLAG_C));
     cpu_set_flag(s, FLAG_C, (v & 0x80) != 0);
     cpu_set_zn(s, r);
     return r;
 }
 
-NESLE_FN u8 cpu_ror(FlatState& s, u8 v) {
+template <class R>
+NESLE_FN u8 cpu_ror(R& s, u8 v) {
     u8 r = (u8)((v >> 1) | ((s.cpu_p & FLAG_C) << 7));
     cpu_set_flag(s, FLAG_C, (v & 1) != 0);
     cpu_set_zn(s, r);
@@ -395,7 +407,8 @@ NESLE_DEV void cpu_exec_read_unofficial(FlatState& s, u8 mn, u8 v) {
     }
 }
 
-NESLE_FN void cpu_exec_read(FlatState& s, u8 mn, u8 v) {
+template <class R>
+NESLE_FN void cpu_exec_read(R& s, u8 mn, u8 v) {
     switch (mn) {
         case MN_LDA: s.cpu_a = v; cpu_set_zn(s, v); break;
         case MN_LDX: s.cpu_x = v; cpu_set_zn(s, v); break;
@@ -479,7 +492,8 @@ NESLE_DEV u8 cpu_modify_unofficial(FlatState& s, u8 mn, u8 v) {
     }
 }
 
-NESLE_FN u8 cpu_modify(FlatState& s, u8 mn, u8 v) {
+template <class R>
+NESLE_FN u8 cpu_modify(R& s, u8 mn, u8 v) {
     switch (mn) {
         case MN_ASL: return cpu_asl(s, v);
         case MN_LSR: return cpu_lsr(s, v);
@@ -509,19 +523,13 @@ NESLE_FN void cpu_branch(Nes& n, bool taken) {
     s.cpu_pc = target;
 }
 
-NESLE_FN void cpu_implied(Nes& n, u8 mn) {
-    FlatState& s = n.st;
+// The implied instructions that only move registers and flags (all but CLI and SEI, which
+// change I: cpu_implied), on `s`: FlatState, or the quiet path's registers (quiet.cuh).
+template <class R>
+NESLE_FN void cpu_implied_registers(R& s, u8 mn) {
     switch (mn) {
         case MN_CLC: s.cpu_p &= (u8)~FLAG_C; break;
         case MN_SEC: s.cpu_p |= FLAG_C; break;
-        case MN_CLI:
-            s.cpu_p &= (u8)~FLAG_I;
-            cpu_unsettle(n);
-            break;
-        case MN_SEI:
-            s.cpu_p |= FLAG_I;
-            cpu_unsettle(n);
-            break;
         case MN_CLV: s.cpu_p &= (u8)~FLAG_V; break;
         case MN_CLD: s.cpu_p &= (u8)~FLAG_D; break;
         case MN_SED: s.cpu_p |= FLAG_D; break;
@@ -536,6 +544,21 @@ NESLE_FN void cpu_implied(Nes& n, u8 mn) {
         case MN_DEX: s.cpu_x -= 1; cpu_set_zn(s, s.cpu_x); break;
         case MN_DEY: s.cpu_y -= 1; cpu_set_zn(s, s.cpu_y); break;
         default: break;  // implied NOPs
+    }
+}
+
+NESLE_FN void cpu_implied(Nes& n, u8 mn) {
+    FlatState& s = n.st;
+    switch (mn) {
+        case MN_CLI:
+            s.cpu_p &= (u8)~FLAG_I;
+            cpu_unsettle(n);
+            break;
+        case MN_SEI:
+            s.cpu_p |= FLAG_I;
+            cpu_unsettle(n);
+            break;
+        default: cpu_implied_registers(s, mn); break;
     }
 }
 
