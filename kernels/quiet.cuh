@@ -21,7 +21,7 @@ struct CpuRegs {
 };
 
 // The shared ALU's rare branches, which the quiet path never takes: it runs no unofficial
-// mnemonic (CPU_QUIET_MNS) and no decimal arithmetic, so these only let cpu.cuh's templates
+// mnemonic (QF_NONE) and no decimal arithmetic, so these only let cpu.cuh's templates
 // compile for CpuRegs.
 NESLE_FN void cpu_exec_read_unofficial(CpuRegs&, u8, u8) {}
 NESLE_FN u8 cpu_modify_unofficial(CpuRegs&, u8, u8 v) { return v; }
@@ -62,199 +62,258 @@ NESLE_FN u64 nes_quiet_until(const Nes& n) {
     return n.attention == 0 && n.settled == n.lines && !n.st.cpu_decimal_mode ? n.deadline : 0;
 }
 
-// The official mnemonics (nes-core orders them first) but those that change I or the interrupt
-// pipeline (BRK, RTI, PLP, CLI, SEI): the unofficial ones are left to the full path, where they
-// are out of line (kernel-notes #64).
+// How cpu_quiet_step runs an opcode: its quiet form, or QF_NONE for the full path. The forms
+// follow cpu_execute's routing (the access class, then the mnemonic), for the official opcodes
+// (nes-core numbers their mnemonics first) but those that change I or the interrupt pipeline
+// (BRK, RTI, PLP, CLI, SEI): the unofficial ones are left to the full path, where they are out
+// of line (kernel-notes #64).
+#define QF_NONE 0
+#define QF_READ 1      // a read-class mnemonic, any mode (implied NOPs and immediates too)
+#define QF_WRITE 2     // STA, STX, STY
+#define QF_MODIFY 3    // a read-modify-write of memory
+#define QF_MODIFY_A 4  // a shift or rotate of A
+#define QF_BRANCH 5
+#define QF_JMP 6
+#define QF_JMP_IND 7
+#define QF_JSR 8
+#define QF_RTS 9
+#define QF_PUSH 10     // PHA, PHP
+#define QF_PLA 11
+#define QF_IMPLIED 12  // the flag and register instructions
 static_assert(MN_TYA == 55 && MN_SLO == 56 && MN_JAM == MN_COUNT - 1, "official mnemonics first");
-#define CPU_QUIET_MNS                                                                                  \
-    (((1ull << MN_SLO) - 1) & ~((1ull << MN_BRK) | (1ull << MN_RTI) | (1ull << MN_PLP) | (1ull << MN_CLI) | \
-                                (1ull << MN_SEI)))
 
-// A byte the quiet path may read: PRG ROM or RAM. Any other address (a register, whose read can
-// have side effects, or open bus) clears `ok` and is not read.
-NESLE_FN u8 cpu_quiet_read(const Nes& n, u16 addr, bool& ok) {
-    if (addr >= 0x8000) return bus_prg_read(n, addr);
-    if (addr < 0x2000) return n.st.ram[addr & 0x7ff];
-    ok = false;
-    return 0;
+__host__ __device__ constexpr u8 cpu_quiet_form(u8 mn, u8 mode, u8 access) {
+    if (mn >= MN_SLO || mn == MN_BRK || mn == MN_RTI || mn == MN_PLP || mn == MN_CLI || mn == MN_SEI) return QF_NONE;
+    if (access == ACCESS_READ) return QF_READ;
+    if (access == ACCESS_WRITE) return QF_WRITE;
+    if (access == ACCESS_MODIFY) return mode == MODE_ACC ? QF_MODIFY_A : QF_MODIFY;
+    if (mode == MODE_REL) return QF_BRANCH;  // the eight branches, and only they
+    switch (mn) {
+        case MN_JMP: return mode == MODE_IND ? QF_JMP_IND : QF_JMP;
+        case MN_JSR: return QF_JSR;
+        case MN_RTS: return QF_RTS;
+        case MN_PHA:
+        case MN_PHP: return QF_PUSH;
+        case MN_PLA: return QF_PLA;
+        default: return QF_IMPLIED;
+    }
+}
+
+// Per opcode, one load: its quiet form (bits 0-3), its mode (bits 4-7) and mnemonic (bits 8-15).
+struct QuietOps {
+    u16 op[256];
+};
+
+__host__ __device__ constexpr QuietOps cpu_quiet_ops() {
+    QuietOps t{};
+#define NESLE_QUIET_OP(opcode, mn, mode, access) \
+    t.op[opcode] = (u16)(cpu_quiet_form(mn, mode, access) | (mode) << 4 | (mn) << 8);
+    NESLE_OPS(NESLE_QUIET_OP)
+#undef NESLE_QUIET_OP
+    return t;
+}
+
+__constant__ QuietOps NESLE_QUIET_OPS = cpu_quiet_ops();
+
+// Whether the quiet path may read `addr`: PRG ROM or RAM. Anything else (a register, whose read
+// can have side effects, or open bus) is left to the full path. The regions start on page
+// boundaries, so an address's page tells its region.
+NESLE_FN bool cpu_quiet_addr(u16 addr) { return addr >= 0x8000 || addr < 0x2000; }
+
+// A PRG ROM byte: read-only for the whole launch, so through the read-only data cache.
+NESLE_FN u8 cpu_rom_byte(const u8* p) {
+#ifdef __CUDA_ARCH__
+    return __ldg(p);
+#else
+    return *p;
+#endif
+}
+
+// A byte at an address cpu_quiet_addr allows.
+NESLE_FN u8 cpu_quiet_load(const Nes& n, u16 addr) {
+    if (addr >= 0x8000) return cpu_rom_byte(n.prg_bank[(addr >> 13) & 3] + (addr & 0x1fff));
+    return n.st.ram[addr & 0x7ff];
 }
 
 // One instruction on the quiet path: runs it on `r` and returns true, or returns false having
-// changed nothing when it is not quiet. Quiet: its opcode is in CPU_QUIET_MNS, its bytes lie in
-// one 8 KiB bank of PRG ROM, its last cycle (at most 7) ends before `until`
-// (`nes_quiet_until`), it reads only RAM and PRG ROM (dummy reads included) and writes only
-// RAM. The cycles are those of cpu_execute, access for access: every read and write moves the
-// clock by one and leaves its byte on the data bus; the interrupt samples are no-ops. Every
-// address is checked before the first write, so an instruction found not quiet has written
-// nothing.
+// changed nothing when it is not quiet. Quiet: its form is not QF_NONE, its bytes lie in one
+// 8 KiB bank of PRG ROM, its last cycle (at most 7) ends before `until` (`nes_quiet_until`),
+// it reads only RAM and PRG ROM (dummy reads included) and writes only RAM. The cycles are
+// those of cpu_execute, access for access: every read and write moves the clock by one and
+// leaves its byte on the data bus; the interrupt samples are no-ops. Every address is checked
+// before `r` or RAM changes: up to there the instruction has only read RAM or ROM, which
+// changes nothing.
 NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
     u16 pc = r.cpu_pc;
     if (pc < 0x8000 || (pc & 0x1fff) > 0x1ffd || r.bus_cycles + 7 >= until) return false;
     const u8* code = n.prg_bank[(pc >> 13) & 3] + (pc & 0x1fff);
-    u8 opcode = code[0];
-    u8 mn = NESLE_OP_MN[opcode];
-    if (!((CPU_QUIET_MNS >> mn) & 1)) return false;
-    // The two bytes after the opcode (ROM: reading one the instruction does not use changes
-    // nothing). Every instruction reads the first on its second cycle, as operand or dummy read.
-    u8 b1 = code[1], b2 = code[2];
-    u8 mode = NESLE_OP_MODE[opcode];
-    u8 access = NESLE_MN_ACCESS[mn];
+    // The opcode and the two bytes after it, loaded together (reading a byte the instruction
+    // does not use changes nothing). Every instruction reads the first of them on its second
+    // cycle, as operand or dummy read.
+    u8 opcode = cpu_rom_byte(code), b1 = cpu_rom_byte(code + 1), b2 = cpu_rom_byte(code + 2);
+    u32 info = NESLE_QUIET_OPS.op[opcode];
+    u32 form = info & 15, mode = (info >> 4) & 15;
+    u8 mn = (u8)(info >> 8);
+    if (form == QF_NONE) return false;
     u8* ram = n.st.ram;
-    CpuRegs q = r;
-    bool ok = true;
     u32 cycles = 2;
     u8 bus = b1;
     u16 next = (u16)(pc + 1);
-    if (access != ACCESS_OTHER && mode <= MODE_IMM) {
-        // Implied NOPs, accumulator shifts, immediates: the operand is the byte after the opcode.
-        if (mode == MODE_IMM) next += 1;
-        if (access == ACCESS_READ) cpu_exec_read(q, mn, b1);
-        else q.cpu_a = cpu_modify(q, mn, q.cpu_a);
-    } else if (access != ACCESS_OTHER) {
-        // cpu_address: the operand's bytes, then the pointer or the dummy reads of the mode.
-        next += 1;
-        u16 addr = b1, base = 0;
-        u8 idx = 0;
-        bool indexed = false;
-        switch (mode) {
-            case MODE_ZP: break;
-            case MODE_ZPX:
-            case MODE_ZPY:
-                bus = ram[b1];
-                cycles += 1;
-                addr = (u8)(b1 + (mode == MODE_ZPX ? q.cpu_x : q.cpu_y));
-                break;
-            case MODE_IZX: {
-                u8 p = (u8)(b1 + q.cpu_x);
-                u8 lo = ram[p];
-                bus = ram[(u8)(p + 1)];
-                cycles += 3;
-                addr = le16(lo, bus);
-                break;
+    if (form <= QF_MODIFY_A) {
+        // cpu_execute's read, write and read-modify-write classes.
+        u16 addr = 0;
+        if (mode == MODE_IMM) {
+            next += 1;
+        } else if (mode >= MODE_ZP) {
+            // cpu_address: the operand's bytes, then the pointer or the dummy reads of the mode.
+            next += 1;
+            u16 base = 0;
+            u8 idx = 0;
+            bool indexed = false;
+            addr = b1;
+            switch (mode) {
+                case MODE_ZP: break;
+                case MODE_ZPX:
+                case MODE_ZPY:
+                    bus = ram[b1];
+                    cycles += 1;
+                    addr = (u8)(b1 + (mode == MODE_ZPX ? r.cpu_x : r.cpu_y));
+                    break;
+                case MODE_IZX: {
+                    u8 p = (u8)(b1 + r.cpu_x);
+                    u8 lo = ram[p];
+                    bus = ram[(u8)(p + 1)];
+                    cycles += 3;
+                    addr = le16(lo, bus);
+                    break;
+                }
+                case MODE_IZY: {
+                    u8 lo = ram[b1];
+                    bus = ram[(u8)(b1 + 1)];
+                    cycles += 2;
+                    base = le16(lo, bus);
+                    idx = r.cpu_y;
+                    indexed = true;
+                    break;
+                }
+                default:  // MODE_ABS, MODE_ABX, MODE_ABY
+                    next += 1;
+                    bus = b2;
+                    cycles += 1;
+                    base = le16(b1, b2);
+                    addr = base;
+                    indexed = mode != MODE_ABS;
+                    idx = mode == MODE_ABX ? r.cpu_x : r.cpu_y;
+                    break;
             }
-            case MODE_IZY: {
-                u8 lo = ram[b1];
-                bus = ram[(u8)(b1 + 1)];
-                cycles += 2;
-                base = le16(lo, bus);
-                idx = q.cpu_y;
-                indexed = true;
-                break;
+            if (indexed) {
+                // cpu_indexed: the un-carried address read on a page crossing, and always before
+                // a write or read-modify-write.
+                addr = (u16)(base + idx);
+                u16 early = (base & 0xff00) | (addr & 0x00ff);
+                if (early != addr || form != QF_READ) {
+                    if (!cpu_quiet_addr(early)) return false;
+                    bus = cpu_quiet_load(n, early);
+                    cycles += 1;
+                }
             }
-            default:  // MODE_ABS, MODE_ABX, MODE_ABY
-                next += 1;
-                bus = b2;
-                cycles += 1;
-                base = le16(b1, b2);
-                addr = base;
-                indexed = mode != MODE_ABS;
-                idx = mode == MODE_ABX ? q.cpu_x : q.cpu_y;
-                break;
+            // The access itself: a read of RAM or ROM, or a write to RAM.
+            if (form == QF_READ ? !cpu_quiet_addr(addr) : addr >= 0x2000) return false;
         }
-        if (indexed) {
-            // cpu_indexed: the un-carried address read on a page crossing, and always before a
-            // write or read-modify-write.
-            addr = (u16)(base + idx);
-            if (((base ^ addr) & 0xff00) != 0 || access != ACCESS_READ) {
-                bus = cpu_quiet_read(n, (base & 0xff00) | (addr & 0x00ff), ok);
+        if (form == QF_READ) {
+            u8 v = b1;  // immediates and implied NOPs: the byte after the opcode
+            if (mode >= MODE_ZP) {
+                v = cpu_quiet_load(n, addr);
                 cycles += 1;
             }
-        }
-        if (access == ACCESS_READ) {
-            bus = cpu_quiet_read(n, addr, ok);
+            bus = v;
+            cpu_exec_read(r, mn, v);
+        } else if (form == QF_WRITE) {
+            bus = mn == MN_STA ? r.cpu_a : mn == MN_STX ? r.cpu_x : r.cpu_y;
+            ram[addr & 0x7ff] = bus;
             cycles += 1;
-            cpu_exec_read(q, mn, bus);
-        } else {
-            if (!ok || addr >= 0x2000) return false;
+        } else if (form == QF_MODIFY) {
+            // The read, the old value written back, the new one written.
             u8* at = ram + (addr & 0x7ff);
-            if (access == ACCESS_WRITE) {
-                bus = mn == MN_STA ? q.cpu_a : mn == MN_STX ? q.cpu_x : q.cpu_y;
-                cycles += 1;
-            } else {
-                // The read, the old value written back, the new one written.
-                bus = cpu_modify(q, mn, *at);
-                cycles += 3;
-            }
+            bus = cpu_modify(r, mn, *at);
             *at = bus;
+            cycles += 3;
+        } else {
+            r.cpu_a = cpu_modify(r, mn, r.cpu_a);
         }
     } else {
-        switch (mn) {
-            case MN_BPL:
-            case MN_BMI:
-            case MN_BVC:
-            case MN_BVS:
-            case MN_BCC:
-            case MN_BCS:
-            case MN_BNE:
-            case MN_BEQ:
+        switch (form) {
+            case QF_BRANCH:
                 // cpu_branch: the offset, then on a taken branch the dummy reads of the next
                 // opcode and, on a page crossing, of the un-carried target (the same page: ROM).
                 next += 1;
-                if (cpu_branch_taken(q.cpu_p, opcode)) {
+                if (cpu_branch_taken(r.cpu_p, opcode)) {
                     u16 target = (u16)(next + (u16)(i16)(i8)b1);
                     bus = b2;
                     cycles += 1;
                     if ((target ^ next) & 0xff00) {
-                        bus = bus_prg_read(n, (next & 0xff00) | (target & 0x00ff));
+                        bus = cpu_quiet_load(n, (next & 0xff00) | (target & 0x00ff));
                         cycles += 1;
                     }
                     next = target;
                 }
                 break;
-            case MN_JMP:
+            case QF_JMP:
                 bus = b2;
                 cycles += 1;
                 next = le16(b1, b2);
-                if (mode == MODE_IND) {
-                    u8 lo = cpu_quiet_read(n, next, ok);
-                    bus = cpu_quiet_read(n, (next & 0xff00) | ((u16)(next + 1) & 0x00ff), ok);
-                    cycles += 2;
-                    next = le16(lo, bus);
-                }
                 break;
-            case MN_JSR: {
+            case QF_JMP_IND: {
+                // The pointer's two bytes, on one page.
+                u16 at = le16(b1, b2);
+                if (!cpu_quiet_addr(at)) return false;
+                u8 lo = cpu_quiet_load(n, at);
+                bus = cpu_quiet_load(n, (at & 0xff00) | ((u16)(at + 1) & 0x00ff));
+                cycles += 3;
+                next = le16(lo, bus);
+                break;
+            }
+            case QF_JSR: {
                 // The low byte, a dummy stack read, PC (at the high byte) pushed, the high byte.
                 u16 ret = (u16)(pc + 2);
-                ram[0x100 | q.cpu_s] = (u8)(ret >> 8);
-                ram[0x100 | (u8)(q.cpu_s - 1)] = (u8)ret;
-                q.cpu_s -= 2;
+                ram[0x100 | r.cpu_s] = (u8)(ret >> 8);
+                ram[0x100 | (u8)(r.cpu_s - 1)] = (u8)ret;
+                r.cpu_s -= 2;
                 bus = b2;
                 cycles += 4;
                 next = le16(b1, b2);
                 break;
             }
-            case MN_RTS: {
+            case QF_RTS: {
                 // A dummy read, a dummy stack read, PC pulled, a dummy read at it, then PC + 1.
-                u8 lo = ram[0x100 | (u8)(q.cpu_s + 1)];
-                u8 hi = ram[0x100 | (u8)(q.cpu_s + 2)];
-                q.cpu_s += 2;
+                u8 lo = ram[0x100 | (u8)(r.cpu_s + 1)];
+                u8 hi = ram[0x100 | (u8)(r.cpu_s + 2)];
                 u16 back = le16(lo, hi);
-                bus = cpu_quiet_read(n, back, ok);
+                if (!cpu_quiet_addr(back)) return false;
+                bus = cpu_quiet_load(n, back);
+                r.cpu_s += 2;
                 cycles += 4;
                 next = (u16)(back + 1);
                 break;
             }
-            case MN_PHA:
-            case MN_PHP:
-                bus = mn == MN_PHA ? q.cpu_a : (u8)(q.cpu_p | FLAG_B | FLAG_U);
-                ram[0x100 | q.cpu_s] = bus;
-                q.cpu_s -= 1;
+            case QF_PUSH:
+                bus = mn == MN_PHA ? r.cpu_a : (u8)(r.cpu_p | FLAG_B | FLAG_U);
+                ram[0x100 | r.cpu_s] = bus;
+                r.cpu_s -= 1;
                 cycles += 1;
                 break;
-            case MN_PLA:
-                q.cpu_s += 1;
-                bus = ram[0x100 | q.cpu_s];
-                q.cpu_a = bus;
-                cpu_set_zn(q, bus);
+            case QF_PLA:
+                r.cpu_s += 1;
+                bus = ram[0x100 | r.cpu_s];
+                r.cpu_a = bus;
+                cpu_set_zn(r, bus);
                 cycles += 2;
                 break;
-            default: cpu_implied_registers(q, mn); break;
+            default: cpu_implied_registers(r, mn); break;
         }
     }
-    if (!ok) return false;
-    q.cpu_pc = next;
-    q.bus_cycles += cycles;
-    q.bus_open_bus = bus;
-    r = q;
+    r.cpu_pc = next;
+    r.bus_cycles += cycles;
+    r.bus_open_bus = bus;
     return true;
 }

@@ -52,6 +52,15 @@ fn mode_name(mode: Mode) -> String {
     format!("{mode:?}").to_uppercase()
 }
 
+fn access_name(a: Access) -> &'static str {
+    match a {
+        Access::Read => "ACCESS_READ",
+        Access::Write => "ACCESS_WRITE",
+        Access::Modify => "ACCESS_MODIFY",
+        Access::Other => "ACCESS_OTHER",
+    }
+}
+
 /// `ops.h`: mnemonic and mode numbers, the 256-entry decode tables and each mnemonic's access
 /// class, laid out as the datasheet grid (row = high nibble).
 pub fn ops_h() -> String {
@@ -104,18 +113,23 @@ pub fn ops_h() -> String {
     for i in 0..mn_count {
         match mns.iter().find(|&&(j, _)| j as usize == i) {
             Some(&(_, m)) => {
-                let a = match m.access() {
-                    Access::Read => "ACCESS_READ",
-                    Access::Write => "ACCESS_WRITE",
-                    Access::Modify => "ACCESS_MODIFY",
-                    Access::Other => "ACCESS_OTHER",
-                };
-                let _ = writeln!(s, "    {a},  // {}", mn_name(m));
+                let _ = writeln!(s, "    {},  // {}", access_name(m.access()), mn_name(m));
             }
             None => s.push_str("    ACCESS_OTHER,  // (unused)\n"),
         }
     }
-    s.push_str("};\n");
+    s.push_str("};\n\n");
+    s.push_str("// Every opcode as X(opcode, mnemonic, mode, access class), for the tables the kernels derive\n");
+    s.push_str("// from these at compile time (kernels/quiet.cuh).\n#define NESLE_OPS(X) \\\n");
+    for row in 0..16 {
+        s.push_str("   ");
+        for col in 0..16 {
+            let op = OPS[row * 16 + col];
+            let (mn, mode, access) = (mn_name(op.mn), mode_name(op.mode), access_name(op.mn.access()));
+            let _ = write!(s, " X(0x{:02x}, MN_{mn}, MODE_{mode}, {access})", row * 16 + col);
+        }
+        s.push_str(if row < 15 { " \\\n" } else { "\n" });
+    }
     s
 }
 
