@@ -1,7 +1,7 @@
-// The quiet path (kernel-notes #116): most of a game's instructions touch only RAM and PRG ROM
-// and end before anything is due on the bus (`n.deadline`: no PPU or APU catch-up, no DMA),
-// with the interrupt pipeline settled. Each of their cycles then only moves the clock and the
-// data bus, and each interrupt sample changes nothing: exactly what `cpu_read_common` and
+// The quiet path (kernel-notes #116, #117): most of a game's instructions touch only RAM and
+// PRG ROM and end before anything is due on the bus (`n.deadline`: no PPU or APU catch-up, no
+// DMA), with the interrupt pipeline settled. Each of their cycles then only moves the clock and
+// the data bus, and each interrupt sample changes nothing: exactly what `cpu_read_common` and
 // `cpu_write`'s RAM case do, cycle by cycle. The frame loop runs such instructions here, on the
 // CPU's registers, the clock and the data bus held in registers (CpuRegs) from one instruction
 // to the next, with one test an instruction instead of one a cycle, and hands every other

@@ -93,22 +93,11 @@ pub fn ops_h() -> String {
     s.push('\n');
     s.push_str("// Read by every thread at its own opcode: __constant__ broadcasts within a warp when the\n");
     s.push_str("// opcodes agree (lockstep envs) and serialises per distinct opcode otherwise.\n");
+    let row_comment = |row: usize| format!("  // {row:X}x\n");
     s.push_str("__constant__ u8 NESLE_OP_MN[256] = {\n");
-    for row in 0..16 {
-        s.push_str("   ");
-        for col in 0..16 {
-            let _ = write!(s, " MN_{},", mn_name(OPS[row * 16 + col].mn));
-        }
-        let _ = writeln!(s, "  // {row:X}x");
-    }
+    opcode_grid(&mut s, |op| format!(" MN_{},", mn_name(OPS[op].mn)), row_comment);
     s.push_str("};\n\n__constant__ u8 NESLE_OP_MODE[256] = {\n");
-    for row in 0..16 {
-        s.push_str("   ");
-        for col in 0..16 {
-            let _ = write!(s, " MODE_{},", mode_name(OPS[row * 16 + col].mode));
-        }
-        let _ = writeln!(s, "  // {row:X}x");
-    }
+    opcode_grid(&mut s, |op| format!(" MODE_{},", mode_name(OPS[op].mode)), row_comment);
     s.push_str("};\n\n__constant__ u8 NESLE_MN_ACCESS[MN_COUNT] = {\n");
     for i in 0..mn_count {
         match mns.iter().find(|&&(j, _)| j as usize == i) {
@@ -121,16 +110,24 @@ pub fn ops_h() -> String {
     s.push_str("};\n\n");
     s.push_str("// Every opcode as X(opcode, mnemonic, mode, access class), for the tables the kernels derive\n");
     s.push_str("// from these at compile time (kernels/quiet.cuh).\n#define NESLE_OPS(X) \\\n");
+    let x = |op: usize| {
+        let (mn, mode, access) = (mn_name(OPS[op].mn), mode_name(OPS[op].mode), access_name(OPS[op].mn.access()));
+        format!(" X(0x{op:02x}, MN_{mn}, MODE_{mode}, {access})")
+    };
+    opcode_grid(&mut s, x, |row| if row < 15 { " \\\n".into() } else { "\n".into() });
+    s
+}
+
+/// The 256 opcodes as the datasheet grid (row = high nibble): `cell(opcode)` for each, every row
+/// indented and ended by `row_end(row)`.
+fn opcode_grid(s: &mut String, cell: impl Fn(usize) -> String, row_end: impl Fn(usize) -> String) {
     for row in 0..16 {
         s.push_str("   ");
         for col in 0..16 {
-            let op = OPS[row * 16 + col];
-            let (mn, mode, access) = (mn_name(op.mn), mode_name(op.mode), access_name(op.mn.access()));
-            let _ = write!(s, " X(0x{:02x}, MN_{mn}, MODE_{mode}, {access})", row * 16 + col);
+            s.push_str(&cell(row * 16 + col));
         }
-        s.push_str(if row < 15 { " \\\n" } else { "\n" });
+        s.push_str(&row_end(row));
     }
-    s
 }
 
 /// (file name under `kernels/generated/`, contents) of every generated header.
