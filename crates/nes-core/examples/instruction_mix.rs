@@ -131,9 +131,5 @@ fn is_quiet(c: &nes_core::Console, mode: Mode, mn: Mn) -> bool {
         Mode::Izy => pointer(lo).wrapping_add(c.cpu.y as u16),
         Mode::Ind => return false,
     };
-    quiet_at(at)
-}
-
-fn quiet_at(addr: u16) -> bool {
-    addr < 0x2000 || addr >= 0x8000
+    at < 0x2000 || at >= 0x8000
 }
