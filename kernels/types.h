@@ -65,7 +65,8 @@ static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-w
 #endif
 
 // Parts of a frame with a block barrier after each, in the warp vote's builds (nes_run_frame,
-// kernel-notes #40): 8 measured best on protocol B with 256-thread blocks; 1 turns it off.
+// kernel-notes #40): 8 measured best on protocol B with 256-thread blocks, 16 with the quiet
+// path (#118, #119: 4 lose B 25%, 32 lose it 4%); 1 turns it off.
 #ifndef NESLE_PHASES
-#define NESLE_PHASES 8
+#define NESLE_PHASES 16
 #endif
