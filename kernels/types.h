@@ -65,8 +65,9 @@ static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-w
 #endif
 
 // Parts of a frame with a block barrier after each, in the warp vote's builds (nes_run_frame,
-// kernel-notes #40): 8 measured best on protocol B with 256-thread blocks, 16 with the quiet
-// path (#118, #119: 4 lose B 25%, 32 lose it 4%); 1 turns it off.
+// kernel-notes #40): 8 measured best on protocol B with 256-thread blocks, and again with the
+// quiet path over the whole episode (#124: 16 as good, 4 and 32 far worse; 12 better on B, to
+// be checked); 1 turns it off.
 #ifndef NESLE_PHASES
-#define NESLE_PHASES 16
+#define NESLE_PHASES 8
 #endif
