@@ -19,10 +19,11 @@ nvcc=${NESLE_NVCC:-$(python3 -c "import nvidia, os; print(os.path.join(list(nvid
 wt=$(mktemp -d)/tree
 git -C "$root" worktree add -q --detach "$wt" HEAD
 trap 'git -C "$root" worktree remove --force "$wt"' EXIT
-# One target folder for all: only the kernels differ between builds, so each rebuild is short.
+# One target folder for all: mostly only the kernels differ between builds, so each rebuild is short.
 target=${CARGO_TARGET_DIR:-$root/target/variants}
 for v in "$@"; do
-  git -C "$wt" checkout -q -- kernels && git -C "$wt" clean -qfd kernels
+  # The whole tree back to HEAD: a patch may change the crates too (#126: FlatState's layout).
+  git -C "$wt" checkout -q -- . && git -C "$wt" clean -qfd
   if [ "$v" != main ]; then
     IFS=+ read -ra patches <<< "$v"
     for p in "${patches[@]}"; do patch -s -p1 -d "$wt" < "$root/bench/variants/$p.patch"; done
