@@ -355,17 +355,14 @@ fn main() {
             }
             for w in traces.chunks(WARP) {
                 longest += w.iter().map(|t| t.len() as u64).max().unwrap_or(0);
-                for (k, name) in policies.iter().enumerate() {
-                    sums[k].add(&run(name, w));
-                }
             }
-            // The slowest warp of this frame by each policy's cost.
             for (k, name) in policies.iter().enumerate() {
-                let worst = traces
-                    .chunks(WARP)
-                    .map(|w| run(name, w))
-                    .max_by(|a, b| a.cost.total_cmp(&b.cost))
-                    .unwrap_or_default();
+                let per_warp: Vec<Tally> = traces.chunks(WARP).map(|w| run(name, w)).collect();
+                for t in &per_warp {
+                    sums[k].add(t);
+                }
+                // The slowest warp of this frame by the policy's cost.
+                let worst = per_warp.iter().max_by(|a, b| a.cost.total_cmp(&b.cost)).copied().unwrap_or_default();
                 slowest[k].add(&worst);
             }
         }
