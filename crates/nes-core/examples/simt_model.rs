@@ -9,6 +9,7 @@
 //!   a thread at an instruction that needs the full path waits, and the waiting threads at the
 //!   lowest (stack, PC) run their full step when no thread can run a quiet one or when the
 //!   oldest has waited K rounds (then in the same round as the quiet ones).
+//!
 //! Per warp-frame it prints the rounds, how many ran a full step, the distinct quiet forms and
 //! addressing modes a quiet round runs (what a table-driven interpreter serialises when threads
 //! differ), and a cost in warp instructions with the weights given below. A model, not a
@@ -89,7 +90,7 @@ fn form(op: u8) -> u8 {
 }
 
 fn quiet_addr(a: u16) -> bool {
-    a >= 0x8000 || a < 0x2000
+    !(0x2000..0x8000).contains(&a)
 }
 
 /// Whether the instruction at the CPU's PC passes cpu_quiet_step's tests but the deadline's.
