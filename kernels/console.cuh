@@ -241,7 +241,10 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
     // (kernel-notes #40): the warps of a block then run the same part of the frame at the same
     // time and share the instruction cache, which the warps of protocol B otherwise overflow,
     // each in its own part of the frame. Where a part ends changes no env's steps either.
-    u32 mask = __activemask();
+    // Every thread of the warp: the step launch's blocks are a multiple of 32 threads (launch.rs
+    // `step_block`) and each thread runs every frame, with or without an env. A constant, not
+    // `__activemask()`, whose value the loop spilled and reloaded before every vote (#127).
+    const u32 mask = 0xffffffffu;
     bool done = !active;
     // The registers of the quiet path (nes_frame_turn); a thread without an env holds its own
     // unused local copy's, and votes the key of no thread.

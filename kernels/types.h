@@ -65,9 +65,9 @@ static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-w
 #endif
 
 // Parts of a frame with a block barrier after each, in the warp vote's builds (nes_run_frame,
-// kernel-notes #40): 8 measured best on protocol B with 256-thread blocks, and again with the
-// quiet path over the whole episode (#124: 16 as good, 4 and 32 far worse; 12 better on B, to
-// be checked); 1 turns it off.
+// kernel-notes #40): 8 measured best on protocol B with 256-thread blocks, 12 with the quiet
+// path over the whole episode (#124, #125: B +3.3..3.5%, A -1% against 8; 4 and 32 far worse,
+// 16 as good as 8); 1 turns it off.
 #ifndef NESLE_PHASES
-#define NESLE_PHASES 8
+#define NESLE_PHASES 12
 #endif

@@ -18,93 +18,93 @@ struct FlatState {
     u32 cart_prg_ram_size;  // @22576
     u32 cart_prg_map[4];  // @22580
     u32 cart_chr_map[8];  // @22596
-    u16 cpu_pc;  // @22628
-    u16 cpu_fault_pc;  // @22630
-    u16 ppu_scanline;  // @22632
-    u16 ppu_dot;  // @22634
-    u16 ppu_v;  // @22636
-    u16 ppu_t;  // @22638
-    u16 ppu_bg_lo;  // @22640
-    u16 ppu_bg_hi;  // @22642
-    u16 ppu_at_lo;  // @22644
-    u16 ppu_at_hi;  // @22646
-    u16 apu_frame_cycle;  // @22648
-    u16 dmc_sample_addr;  // @22650
-    u16 dmc_sample_len;  // @22652
-    u16 dmc_addr;  // @22654
-    u16 dmc_bytes_remaining;  // @22656
-    u16 dmc_timer;  // @22658
-    u8 cpu_a;  // @22660
-    u8 cpu_x;  // @22661
-    u8 cpu_y;  // @22662
-    u8 cpu_s;  // @22663
-    u8 cpu_p;  // @22664
-    u8 cpu_fault;  // @22665
-    u8 cpu_fault_opcode;  // @22666
-    u8 cpu_decimal_mode;  // @22667
-    u8 cpu_nmi_prev_line;  // @22668
-    u8 cpu_nmi_pending;  // @22669
-    u8 cpu_nmi_take;  // @22670
-    u8 cpu_irq_run;  // @22671
-    u8 cpu_irq_take;  // @22672
-    u8 cpu_reset_pending;  // @22673
-    u8 bus_open_bus;  // @22674
-    u8 bus_oam_dma_pending;  // @22675
-    u8 bus_oam_dma_page;  // @22676
-    u8 pad_strobe;  // @22677
-    u8 pad_buttons[2];  // @22678
-    u8 pad_shift[2];  // @22680
-    u8 cart_kind;  // @22682
-    u8 cart_chr_is_ram;  // @22683
-    u8 cart_header_mirroring;  // @22684
-    u8 cart_mirroring;  // @22685
-    u8 cart_latch;  // @22686
-    u8 cart_latch_count;  // @22687
-    u8 cart_prg_ram_enabled;  // @22688
-    u8 cart_prg_ram_writable;  // @22689
-    u8 cart_irq_latch;  // @22690
-    u8 cart_irq_counter;  // @22691
-    u8 cart_irq_reload;  // @22692
-    u8 cart_irq_enabled;  // @22693
-    u8 cart_irq_line;  // @22694
-    u8 cart_a12_high;  // @22695
-    u8 cart_regs[8];  // @22696
-    u8 ppu_render_pixels;  // @22704
-    u8 ppu_frame_complete;  // @22705
-    u8 ppu_ctrl;  // @22706
-    u8 ppu_mask;  // @22707
-    u8 ppu_status;  // @22708
-    u8 ppu_x;  // @22709
-    u8 ppu_w;  // @22710
-    u8 ppu_oam_addr;  // @22711
-    u8 ppu_read_buffer;  // @22712
-    u8 ppu_io_latch;  // @22713
-    u8 ppu_warming_up;  // @22714
-    u8 ppu_suppress_vbl;  // @22715
-    u8 ppu_odd_frame;  // @22716
-    u8 ppu_skip_last_dot;  // @22717
-    u8 ppu_nt_latch;  // @22718
-    u8 ppu_at_latch;  // @22719
-    u8 ppu_pat_lo_latch;  // @22720
-    u8 ppu_pat_hi_latch;  // @22721
-    u8 ppu_eval_buffer;  // @22722
-    u8 ppu_eval_sec_addr;  // @22723
-    u8 ppu_eval_n;  // @22724
-    u8 ppu_eval_m;  // @22725
-    u8 ppu_eval_in_range;  // @22726
-    u8 ppu_eval_done;  // @22727
-    u8 ppu_eval_overflow_count;  // @22728
-    u8 ppu_eval_sprite0;  // @22729
-    u8 ppu_eval_count;  // @22730
-    u8 ppu_spr_count;  // @22731
-    u8 ppu_spr_zero;  // @22732
-    u8 ppu_spr_lo[8];  // @22733
-    u8 ppu_spr_hi[8];  // @22741
-    u8 ppu_spr_attr[8];  // @22749
-    u8 ppu_spr_x[8];  // @22757
-    u8 ppu_palette[32];  // @22765
-    u8 ppu_sec_oam[32];  // @22797
-    u8 ppu_oam[256];  // @22829
+    u8 ppu_oam[256];  // @22628
+    u8 ppu_sec_oam[32];  // @22884
+    u8 ppu_palette[32];  // @22916
+    u8 ppu_spr_lo[8];  // @22948
+    u8 ppu_spr_hi[8];  // @22956
+    u8 ppu_spr_attr[8];  // @22964
+    u8 ppu_spr_x[8];  // @22972
+    u16 cpu_pc;  // @22980
+    u16 cpu_fault_pc;  // @22982
+    u16 ppu_scanline;  // @22984
+    u16 ppu_dot;  // @22986
+    u16 ppu_v;  // @22988
+    u16 ppu_t;  // @22990
+    u16 ppu_bg_lo;  // @22992
+    u16 ppu_bg_hi;  // @22994
+    u16 ppu_at_lo;  // @22996
+    u16 ppu_at_hi;  // @22998
+    u16 apu_frame_cycle;  // @23000
+    u16 dmc_sample_addr;  // @23002
+    u16 dmc_sample_len;  // @23004
+    u16 dmc_addr;  // @23006
+    u16 dmc_bytes_remaining;  // @23008
+    u16 dmc_timer;  // @23010
+    u8 cpu_a;  // @23012
+    u8 cpu_x;  // @23013
+    u8 cpu_y;  // @23014
+    u8 cpu_s;  // @23015
+    u8 cpu_p;  // @23016
+    u8 cpu_fault;  // @23017
+    u8 cpu_fault_opcode;  // @23018
+    u8 cpu_decimal_mode;  // @23019
+    u8 cpu_nmi_prev_line;  // @23020
+    u8 cpu_nmi_pending;  // @23021
+    u8 cpu_nmi_take;  // @23022
+    u8 cpu_irq_run;  // @23023
+    u8 cpu_irq_take;  // @23024
+    u8 cpu_reset_pending;  // @23025
+    u8 bus_open_bus;  // @23026
+    u8 bus_oam_dma_pending;  // @23027
+    u8 bus_oam_dma_page;  // @23028
+    u8 pad_strobe;  // @23029
+    u8 pad_buttons[2];  // @23030
+    u8 pad_shift[2];  // @23032
+    u8 cart_kind;  // @23034
+    u8 cart_chr_is_ram;  // @23035
+    u8 cart_header_mirroring;  // @23036
+    u8 cart_mirroring;  // @23037
+    u8 cart_latch;  // @23038
+    u8 cart_latch_count;  // @23039
+    u8 cart_prg_ram_enabled;  // @23040
+    u8 cart_prg_ram_writable;  // @23041
+    u8 cart_irq_latch;  // @23042
+    u8 cart_irq_counter;  // @23043
+    u8 cart_irq_reload;  // @23044
+    u8 cart_irq_enabled;  // @23045
+    u8 cart_irq_line;  // @23046
+    u8 cart_a12_high;  // @23047
+    u8 cart_regs[8];  // @23048
+    u8 ppu_render_pixels;  // @23056
+    u8 ppu_frame_complete;  // @23057
+    u8 ppu_ctrl;  // @23058
+    u8 ppu_mask;  // @23059
+    u8 ppu_status;  // @23060
+    u8 ppu_x;  // @23061
+    u8 ppu_w;  // @23062
+    u8 ppu_oam_addr;  // @23063
+    u8 ppu_read_buffer;  // @23064
+    u8 ppu_io_latch;  // @23065
+    u8 ppu_warming_up;  // @23066
+    u8 ppu_suppress_vbl;  // @23067
+    u8 ppu_odd_frame;  // @23068
+    u8 ppu_skip_last_dot;  // @23069
+    u8 ppu_nt_latch;  // @23070
+    u8 ppu_at_latch;  // @23071
+    u8 ppu_pat_lo_latch;  // @23072
+    u8 ppu_pat_hi_latch;  // @23073
+    u8 ppu_eval_buffer;  // @23074
+    u8 ppu_eval_sec_addr;  // @23075
+    u8 ppu_eval_n;  // @23076
+    u8 ppu_eval_m;  // @23077
+    u8 ppu_eval_in_range;  // @23078
+    u8 ppu_eval_done;  // @23079
+    u8 ppu_eval_overflow_count;  // @23080
+    u8 ppu_eval_sprite0;  // @23081
+    u8 ppu_eval_count;  // @23082
+    u8 ppu_spr_count;  // @23083
+    u8 ppu_spr_zero;  // @23084
     u8 apu_frame_five_step;  // @23085
     u8 apu_frame_irq_inhibit;  // @23086
     u8 apu_frame_irq_flag;  // @23087
@@ -152,93 +152,93 @@ static_assert(__builtin_offsetof(FlatState, cart_chr_len) == 22572, "FlatState.c
 static_assert(__builtin_offsetof(FlatState, cart_prg_ram_size) == 22576, "FlatState.cart_prg_ram_size offset");
 static_assert(__builtin_offsetof(FlatState, cart_prg_map) == 22580, "FlatState.cart_prg_map offset");
 static_assert(__builtin_offsetof(FlatState, cart_chr_map) == 22596, "FlatState.cart_chr_map offset");
-static_assert(__builtin_offsetof(FlatState, cpu_pc) == 22628, "FlatState.cpu_pc offset");
-static_assert(__builtin_offsetof(FlatState, cpu_fault_pc) == 22630, "FlatState.cpu_fault_pc offset");
-static_assert(__builtin_offsetof(FlatState, ppu_scanline) == 22632, "FlatState.ppu_scanline offset");
-static_assert(__builtin_offsetof(FlatState, ppu_dot) == 22634, "FlatState.ppu_dot offset");
-static_assert(__builtin_offsetof(FlatState, ppu_v) == 22636, "FlatState.ppu_v offset");
-static_assert(__builtin_offsetof(FlatState, ppu_t) == 22638, "FlatState.ppu_t offset");
-static_assert(__builtin_offsetof(FlatState, ppu_bg_lo) == 22640, "FlatState.ppu_bg_lo offset");
-static_assert(__builtin_offsetof(FlatState, ppu_bg_hi) == 22642, "FlatState.ppu_bg_hi offset");
-static_assert(__builtin_offsetof(FlatState, ppu_at_lo) == 22644, "FlatState.ppu_at_lo offset");
-static_assert(__builtin_offsetof(FlatState, ppu_at_hi) == 22646, "FlatState.ppu_at_hi offset");
-static_assert(__builtin_offsetof(FlatState, apu_frame_cycle) == 22648, "FlatState.apu_frame_cycle offset");
-static_assert(__builtin_offsetof(FlatState, dmc_sample_addr) == 22650, "FlatState.dmc_sample_addr offset");
-static_assert(__builtin_offsetof(FlatState, dmc_sample_len) == 22652, "FlatState.dmc_sample_len offset");
-static_assert(__builtin_offsetof(FlatState, dmc_addr) == 22654, "FlatState.dmc_addr offset");
-static_assert(__builtin_offsetof(FlatState, dmc_bytes_remaining) == 22656, "FlatState.dmc_bytes_remaining offset");
-static_assert(__builtin_offsetof(FlatState, dmc_timer) == 22658, "FlatState.dmc_timer offset");
-static_assert(__builtin_offsetof(FlatState, cpu_a) == 22660, "FlatState.cpu_a offset");
-static_assert(__builtin_offsetof(FlatState, cpu_x) == 22661, "FlatState.cpu_x offset");
-static_assert(__builtin_offsetof(FlatState, cpu_y) == 22662, "FlatState.cpu_y offset");
-static_assert(__builtin_offsetof(FlatState, cpu_s) == 22663, "FlatState.cpu_s offset");
-static_assert(__builtin_offsetof(FlatState, cpu_p) == 22664, "FlatState.cpu_p offset");
-static_assert(__builtin_offsetof(FlatState, cpu_fault) == 22665, "FlatState.cpu_fault offset");
-static_assert(__builtin_offsetof(FlatState, cpu_fault_opcode) == 22666, "FlatState.cpu_fault_opcode offset");
-static_assert(__builtin_offsetof(FlatState, cpu_decimal_mode) == 22667, "FlatState.cpu_decimal_mode offset");
-static_assert(__builtin_offsetof(FlatState, cpu_nmi_prev_line) == 22668, "FlatState.cpu_nmi_prev_line offset");
-static_assert(__builtin_offsetof(FlatState, cpu_nmi_pending) == 22669, "FlatState.cpu_nmi_pending offset");
-static_assert(__builtin_offsetof(FlatState, cpu_nmi_take) == 22670, "FlatState.cpu_nmi_take offset");
-static_assert(__builtin_offsetof(FlatState, cpu_irq_run) == 22671, "FlatState.cpu_irq_run offset");
-static_assert(__builtin_offsetof(FlatState, cpu_irq_take) == 22672, "FlatState.cpu_irq_take offset");
-static_assert(__builtin_offsetof(FlatState, cpu_reset_pending) == 22673, "FlatState.cpu_reset_pending offset");
-static_assert(__builtin_offsetof(FlatState, bus_open_bus) == 22674, "FlatState.bus_open_bus offset");
-static_assert(__builtin_offsetof(FlatState, bus_oam_dma_pending) == 22675, "FlatState.bus_oam_dma_pending offset");
-static_assert(__builtin_offsetof(FlatState, bus_oam_dma_page) == 22676, "FlatState.bus_oam_dma_page offset");
-static_assert(__builtin_offsetof(FlatState, pad_strobe) == 22677, "FlatState.pad_strobe offset");
-static_assert(__builtin_offsetof(FlatState, pad_buttons) == 22678, "FlatState.pad_buttons offset");
-static_assert(__builtin_offsetof(FlatState, pad_shift) == 22680, "FlatState.pad_shift offset");
-static_assert(__builtin_offsetof(FlatState, cart_kind) == 22682, "FlatState.cart_kind offset");
-static_assert(__builtin_offsetof(FlatState, cart_chr_is_ram) == 22683, "FlatState.cart_chr_is_ram offset");
-static_assert(__builtin_offsetof(FlatState, cart_header_mirroring) == 22684, "FlatState.cart_header_mirroring offset");
-static_assert(__builtin_offsetof(FlatState, cart_mirroring) == 22685, "FlatState.cart_mirroring offset");
-static_assert(__builtin_offsetof(FlatState, cart_latch) == 22686, "FlatState.cart_latch offset");
-static_assert(__builtin_offsetof(FlatState, cart_latch_count) == 22687, "FlatState.cart_latch_count offset");
-static_assert(__builtin_offsetof(FlatState, cart_prg_ram_enabled) == 22688, "FlatState.cart_prg_ram_enabled offset");
-static_assert(__builtin_offsetof(FlatState, cart_prg_ram_writable) == 22689, "FlatState.cart_prg_ram_writable offset");
-static_assert(__builtin_offsetof(FlatState, cart_irq_latch) == 22690, "FlatState.cart_irq_latch offset");
-static_assert(__builtin_offsetof(FlatState, cart_irq_counter) == 22691, "FlatState.cart_irq_counter offset");
-static_assert(__builtin_offsetof(FlatState, cart_irq_reload) == 22692, "FlatState.cart_irq_reload offset");
-static_assert(__builtin_offsetof(FlatState, cart_irq_enabled) == 22693, "FlatState.cart_irq_enabled offset");
-static_assert(__builtin_offsetof(FlatState, cart_irq_line) == 22694, "FlatState.cart_irq_line offset");
-static_assert(__builtin_offsetof(FlatState, cart_a12_high) == 22695, "FlatState.cart_a12_high offset");
-static_assert(__builtin_offsetof(FlatState, cart_regs) == 22696, "FlatState.cart_regs offset");
-static_assert(__builtin_offsetof(FlatState, ppu_render_pixels) == 22704, "FlatState.ppu_render_pixels offset");
-static_assert(__builtin_offsetof(FlatState, ppu_frame_complete) == 22705, "FlatState.ppu_frame_complete offset");
-static_assert(__builtin_offsetof(FlatState, ppu_ctrl) == 22706, "FlatState.ppu_ctrl offset");
-static_assert(__builtin_offsetof(FlatState, ppu_mask) == 22707, "FlatState.ppu_mask offset");
-static_assert(__builtin_offsetof(FlatState, ppu_status) == 22708, "FlatState.ppu_status offset");
-static_assert(__builtin_offsetof(FlatState, ppu_x) == 22709, "FlatState.ppu_x offset");
-static_assert(__builtin_offsetof(FlatState, ppu_w) == 22710, "FlatState.ppu_w offset");
-static_assert(__builtin_offsetof(FlatState, ppu_oam_addr) == 22711, "FlatState.ppu_oam_addr offset");
-static_assert(__builtin_offsetof(FlatState, ppu_read_buffer) == 22712, "FlatState.ppu_read_buffer offset");
-static_assert(__builtin_offsetof(FlatState, ppu_io_latch) == 22713, "FlatState.ppu_io_latch offset");
-static_assert(__builtin_offsetof(FlatState, ppu_warming_up) == 22714, "FlatState.ppu_warming_up offset");
-static_assert(__builtin_offsetof(FlatState, ppu_suppress_vbl) == 22715, "FlatState.ppu_suppress_vbl offset");
-static_assert(__builtin_offsetof(FlatState, ppu_odd_frame) == 22716, "FlatState.ppu_odd_frame offset");
-static_assert(__builtin_offsetof(FlatState, ppu_skip_last_dot) == 22717, "FlatState.ppu_skip_last_dot offset");
-static_assert(__builtin_offsetof(FlatState, ppu_nt_latch) == 22718, "FlatState.ppu_nt_latch offset");
-static_assert(__builtin_offsetof(FlatState, ppu_at_latch) == 22719, "FlatState.ppu_at_latch offset");
-static_assert(__builtin_offsetof(FlatState, ppu_pat_lo_latch) == 22720, "FlatState.ppu_pat_lo_latch offset");
-static_assert(__builtin_offsetof(FlatState, ppu_pat_hi_latch) == 22721, "FlatState.ppu_pat_hi_latch offset");
-static_assert(__builtin_offsetof(FlatState, ppu_eval_buffer) == 22722, "FlatState.ppu_eval_buffer offset");
-static_assert(__builtin_offsetof(FlatState, ppu_eval_sec_addr) == 22723, "FlatState.ppu_eval_sec_addr offset");
-static_assert(__builtin_offsetof(FlatState, ppu_eval_n) == 22724, "FlatState.ppu_eval_n offset");
-static_assert(__builtin_offsetof(FlatState, ppu_eval_m) == 22725, "FlatState.ppu_eval_m offset");
-static_assert(__builtin_offsetof(FlatState, ppu_eval_in_range) == 22726, "FlatState.ppu_eval_in_range offset");
-static_assert(__builtin_offsetof(FlatState, ppu_eval_done) == 22727, "FlatState.ppu_eval_done offset");
-static_assert(__builtin_offsetof(FlatState, ppu_eval_overflow_count) == 22728, "FlatState.ppu_eval_overflow_count offset");
-static_assert(__builtin_offsetof(FlatState, ppu_eval_sprite0) == 22729, "FlatState.ppu_eval_sprite0 offset");
-static_assert(__builtin_offsetof(FlatState, ppu_eval_count) == 22730, "FlatState.ppu_eval_count offset");
-static_assert(__builtin_offsetof(FlatState, ppu_spr_count) == 22731, "FlatState.ppu_spr_count offset");
-static_assert(__builtin_offsetof(FlatState, ppu_spr_zero) == 22732, "FlatState.ppu_spr_zero offset");
-static_assert(__builtin_offsetof(FlatState, ppu_spr_lo) == 22733, "FlatState.ppu_spr_lo offset");
-static_assert(__builtin_offsetof(FlatState, ppu_spr_hi) == 22741, "FlatState.ppu_spr_hi offset");
-static_assert(__builtin_offsetof(FlatState, ppu_spr_attr) == 22749, "FlatState.ppu_spr_attr offset");
-static_assert(__builtin_offsetof(FlatState, ppu_spr_x) == 22757, "FlatState.ppu_spr_x offset");
-static_assert(__builtin_offsetof(FlatState, ppu_palette) == 22765, "FlatState.ppu_palette offset");
-static_assert(__builtin_offsetof(FlatState, ppu_sec_oam) == 22797, "FlatState.ppu_sec_oam offset");
-static_assert(__builtin_offsetof(FlatState, ppu_oam) == 22829, "FlatState.ppu_oam offset");
+static_assert(__builtin_offsetof(FlatState, ppu_oam) == 22628, "FlatState.ppu_oam offset");
+static_assert(__builtin_offsetof(FlatState, ppu_sec_oam) == 22884, "FlatState.ppu_sec_oam offset");
+static_assert(__builtin_offsetof(FlatState, ppu_palette) == 22916, "FlatState.ppu_palette offset");
+static_assert(__builtin_offsetof(FlatState, ppu_spr_lo) == 22948, "FlatState.ppu_spr_lo offset");
+static_assert(__builtin_offsetof(FlatState, ppu_spr_hi) == 22956, "FlatState.ppu_spr_hi offset");
+static_assert(__builtin_offsetof(FlatState, ppu_spr_attr) == 22964, "FlatState.ppu_spr_attr offset");
+static_assert(__builtin_offsetof(FlatState, ppu_spr_x) == 22972, "FlatState.ppu_spr_x offset");
+static_assert(__builtin_offsetof(FlatState, cpu_pc) == 22980, "FlatState.cpu_pc offset");
+static_assert(__builtin_offsetof(FlatState, cpu_fault_pc) == 22982, "FlatState.cpu_fault_pc offset");
+static_assert(__builtin_offsetof(FlatState, ppu_scanline) == 22984, "FlatState.ppu_scanline offset");
+static_assert(__builtin_offsetof(FlatState, ppu_dot) == 22986, "FlatState.ppu_dot offset");
+static_assert(__builtin_offsetof(FlatState, ppu_v) == 22988, "FlatState.ppu_v offset");
+static_assert(__builtin_offsetof(FlatState, ppu_t) == 22990, "FlatState.ppu_t offset");
+static_assert(__builtin_offsetof(FlatState, ppu_bg_lo) == 22992, "FlatState.ppu_bg_lo offset");
+static_assert(__builtin_offsetof(FlatState, ppu_bg_hi) == 22994, "FlatState.ppu_bg_hi offset");
+static_assert(__builtin_offsetof(FlatState, ppu_at_lo) == 22996, "FlatState.ppu_at_lo offset");
+static_assert(__builtin_offsetof(FlatState, ppu_at_hi) == 22998, "FlatState.ppu_at_hi offset");
+static_assert(__builtin_offsetof(FlatState, apu_frame_cycle) == 23000, "FlatState.apu_frame_cycle offset");
+static_assert(__builtin_offsetof(FlatState, dmc_sample_addr) == 23002, "FlatState.dmc_sample_addr offset");
+static_assert(__builtin_offsetof(FlatState, dmc_sample_len) == 23004, "FlatState.dmc_sample_len offset");
+static_assert(__builtin_offsetof(FlatState, dmc_addr) == 23006, "FlatState.dmc_addr offset");
+static_assert(__builtin_offsetof(FlatState, dmc_bytes_remaining) == 23008, "FlatState.dmc_bytes_remaining offset");
+static_assert(__builtin_offsetof(FlatState, dmc_timer) == 23010, "FlatState.dmc_timer offset");
+static_assert(__builtin_offsetof(FlatState, cpu_a) == 23012, "FlatState.cpu_a offset");
+static_assert(__builtin_offsetof(FlatState, cpu_x) == 23013, "FlatState.cpu_x offset");
+static_assert(__builtin_offsetof(FlatState, cpu_y) == 23014, "FlatState.cpu_y offset");
+static_assert(__builtin_offsetof(FlatState, cpu_s) == 23015, "FlatState.cpu_s offset");
+static_assert(__builtin_offsetof(FlatState, cpu_p) == 23016, "FlatState.cpu_p offset");
+static_assert(__builtin_offsetof(FlatState, cpu_fault) == 23017, "FlatState.cpu_fault offset");
+static_assert(__builtin_offsetof(FlatState, cpu_fault_opcode) == 23018, "FlatState.cpu_fault_opcode offset");
+static_assert(__builtin_offsetof(FlatState, cpu_decimal_mode) == 23019, "FlatState.cpu_decimal_mode offset");
+static_assert(__builtin_offsetof(FlatState, cpu_nmi_prev_line) == 23020, "FlatState.cpu_nmi_prev_line offset");
+static_assert(__builtin_offsetof(FlatState, cpu_nmi_pending) == 23021, "FlatState.cpu_nmi_pending offset");
+static_assert(__builtin_offsetof(FlatState, cpu_nmi_take) == 23022, "FlatState.cpu_nmi_take offset");
+static_assert(__builtin_offsetof(FlatState, cpu_irq_run) == 23023, "FlatState.cpu_irq_run offset");
+static_assert(__builtin_offsetof(FlatState, cpu_irq_take) == 23024, "FlatState.cpu_irq_take offset");
+static_assert(__builtin_offsetof(FlatState, cpu_reset_pending) == 23025, "FlatState.cpu_reset_pending offset");
+static_assert(__builtin_offsetof(FlatState, bus_open_bus) == 23026, "FlatState.bus_open_bus offset");
+static_assert(__builtin_offsetof(FlatState, bus_oam_dma_pending) == 23027, "FlatState.bus_oam_dma_pending offset");
+static_assert(__builtin_offsetof(FlatState, bus_oam_dma_page) == 23028, "FlatState.bus_oam_dma_page offset");
+static_assert(__builtin_offsetof(FlatState, pad_strobe) == 23029, "FlatState.pad_strobe offset");
+static_assert(__builtin_offsetof(FlatState, pad_buttons) == 23030, "FlatState.pad_buttons offset");
+static_assert(__builtin_offsetof(FlatState, pad_shift) == 23032, "FlatState.pad_shift offset");
+static_assert(__builtin_offsetof(FlatState, cart_kind) == 23034, "FlatState.cart_kind offset");
+static_assert(__builtin_offsetof(FlatState, cart_chr_is_ram) == 23035, "FlatState.cart_chr_is_ram offset");
+static_assert(__builtin_offsetof(FlatState, cart_header_mirroring) == 23036, "FlatState.cart_header_mirroring offset");
+static_assert(__builtin_offsetof(FlatState, cart_mirroring) == 23037, "FlatState.cart_mirroring offset");
+static_assert(__builtin_offsetof(FlatState, cart_latch) == 23038, "FlatState.cart_latch offset");
+static_assert(__builtin_offsetof(FlatState, cart_latch_count) == 23039, "FlatState.cart_latch_count offset");
+static_assert(__builtin_offsetof(FlatState, cart_prg_ram_enabled) == 23040, "FlatState.cart_prg_ram_enabled offset");
+static_assert(__builtin_offsetof(FlatState, cart_prg_ram_writable) == 23041, "FlatState.cart_prg_ram_writable offset");
+static_assert(__builtin_offsetof(FlatState, cart_irq_latch) == 23042, "FlatState.cart_irq_latch offset");
+static_assert(__builtin_offsetof(FlatState, cart_irq_counter) == 23043, "FlatState.cart_irq_counter offset");
+static_assert(__builtin_offsetof(FlatState, cart_irq_reload) == 23044, "FlatState.cart_irq_reload offset");
+static_assert(__builtin_offsetof(FlatState, cart_irq_enabled) == 23045, "FlatState.cart_irq_enabled offset");
+static_assert(__builtin_offsetof(FlatState, cart_irq_line) == 23046, "FlatState.cart_irq_line offset");
+static_assert(__builtin_offsetof(FlatState, cart_a12_high) == 23047, "FlatState.cart_a12_high offset");
+static_assert(__builtin_offsetof(FlatState, cart_regs) == 23048, "FlatState.cart_regs offset");
+static_assert(__builtin_offsetof(FlatState, ppu_render_pixels) == 23056, "FlatState.ppu_render_pixels offset");
+static_assert(__builtin_offsetof(FlatState, ppu_frame_complete) == 23057, "FlatState.ppu_frame_complete offset");
+static_assert(__builtin_offsetof(FlatState, ppu_ctrl) == 23058, "FlatState.ppu_ctrl offset");
+static_assert(__builtin_offsetof(FlatState, ppu_mask) == 23059, "FlatState.ppu_mask offset");
+static_assert(__builtin_offsetof(FlatState, ppu_status) == 23060, "FlatState.ppu_status offset");
+static_assert(__builtin_offsetof(FlatState, ppu_x) == 23061, "FlatState.ppu_x offset");
+static_assert(__builtin_offsetof(FlatState, ppu_w) == 23062, "FlatState.ppu_w offset");
+static_assert(__builtin_offsetof(FlatState, ppu_oam_addr) == 23063, "FlatState.ppu_oam_addr offset");
+static_assert(__builtin_offsetof(FlatState, ppu_read_buffer) == 23064, "FlatState.ppu_read_buffer offset");
+static_assert(__builtin_offsetof(FlatState, ppu_io_latch) == 23065, "FlatState.ppu_io_latch offset");
+static_assert(__builtin_offsetof(FlatState, ppu_warming_up) == 23066, "FlatState.ppu_warming_up offset");
+static_assert(__builtin_offsetof(FlatState, ppu_suppress_vbl) == 23067, "FlatState.ppu_suppress_vbl offset");
+static_assert(__builtin_offsetof(FlatState, ppu_odd_frame) == 23068, "FlatState.ppu_odd_frame offset");
+static_assert(__builtin_offsetof(FlatState, ppu_skip_last_dot) == 23069, "FlatState.ppu_skip_last_dot offset");
+static_assert(__builtin_offsetof(FlatState, ppu_nt_latch) == 23070, "FlatState.ppu_nt_latch offset");
+static_assert(__builtin_offsetof(FlatState, ppu_at_latch) == 23071, "FlatState.ppu_at_latch offset");
+static_assert(__builtin_offsetof(FlatState, ppu_pat_lo_latch) == 23072, "FlatState.ppu_pat_lo_latch offset");
+static_assert(__builtin_offsetof(FlatState, ppu_pat_hi_latch) == 23073, "FlatState.ppu_pat_hi_latch offset");
+static_assert(__builtin_offsetof(FlatState, ppu_eval_buffer) == 23074, "FlatState.ppu_eval_buffer offset");
+static_assert(__builtin_offsetof(FlatState, ppu_eval_sec_addr) == 23075, "FlatState.ppu_eval_sec_addr offset");
+static_assert(__builtin_offsetof(FlatState, ppu_eval_n) == 23076, "FlatState.ppu_eval_n offset");
+static_assert(__builtin_offsetof(FlatState, ppu_eval_m) == 23077, "FlatState.ppu_eval_m offset");
+static_assert(__builtin_offsetof(FlatState, ppu_eval_in_range) == 23078, "FlatState.ppu_eval_in_range offset");
+static_assert(__builtin_offsetof(FlatState, ppu_eval_done) == 23079, "FlatState.ppu_eval_done offset");
+static_assert(__builtin_offsetof(FlatState, ppu_eval_overflow_count) == 23080, "FlatState.ppu_eval_overflow_count offset");
+static_assert(__builtin_offsetof(FlatState, ppu_eval_sprite0) == 23081, "FlatState.ppu_eval_sprite0 offset");
+static_assert(__builtin_offsetof(FlatState, ppu_eval_count) == 23082, "FlatState.ppu_eval_count offset");
+static_assert(__builtin_offsetof(FlatState, ppu_spr_count) == 23083, "FlatState.ppu_spr_count offset");
+static_assert(__builtin_offsetof(FlatState, ppu_spr_zero) == 23084, "FlatState.ppu_spr_zero offset");
 static_assert(__builtin_offsetof(FlatState, apu_frame_five_step) == 23085, "FlatState.apu_frame_five_step offset");
 static_assert(__builtin_offsetof(FlatState, apu_frame_irq_inhibit) == 23086, "FlatState.apu_frame_irq_inhibit offset");
 static_assert(__builtin_offsetof(FlatState, apu_frame_irq_flag) == 23087, "FlatState.apu_frame_irq_flag offset");

@@ -1,8 +1,8 @@
 //! A host model of how a warp of 32 consoles schedules its threads under protocol B, now that
 //! most instructions run on the kernel's quiet path (docs/kernel-notes.md, #116, #122): one
 //! table-driven interpreter loop whose cost barely depends on which instruction a thread runs.
-//! It compares, per frame part (8 parts of equal CPU time: the kernel's `NESLE_PHASES` until #119,
-//! which made it 16):
+//! It compares, per frame part (8 parts of equal CPU time: the kernel's `NESLE_PHASES` when the
+//! model was written; 12 since #125):
 //! - `vote`: each round the threads at the lowest (stack, PC) run one instruction (the kernel
 //!   today); a round is one quiet or one full step of that group;
 //! - `free K`: each round every thread whose next instruction is quiet runs it, at whatever PC;

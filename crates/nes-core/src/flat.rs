@@ -10,8 +10,9 @@
 //! `kernels/generated/flat_state.h` from that table and a test there fails if the committed
 //! header is stale, so the layout is never copied by hand.
 //!
-//! Fields are ordered by alignment (u64, the memories, u32, u16, u8) so `repr(C)` inserts no padding: the C
-//! header is then exactly the list of fields (a test checks that the sizes add up).
+//! Fields are ordered by alignment (u64, the memories, u32, the byte arrays the kernels move a word
+//! at a time, u16, u8) so `repr(C)` inserts no padding: the C header is then exactly the list of
+//! fields (a test checks that the sizes add up).
 //!
 //! Size: 22,872 bytes (see `the_flat_state_is_23136_bytes`). 18 KiB of that is cartridge RAM:
 //! CHR RAM (8 KiB), PRG RAM (8 KiB) and four-screen CIRAM (2 of the 4 KiB), kept for every
@@ -143,6 +144,16 @@ flat_state! {
     cart_prg_map: [u32; 4],
     /// Byte offsets into CHR of the 1 KiB PPU windows at $0000..$1C00.
     cart_chr_map: [u32; 8],
+    // --- the PPU's byte arrays, 4-byte aligned after the u32s so the kernels move them a word at
+    // a time (secondary OAM's fill, a sprite's 4 bytes, the copy to the sprite units); 352
+    // bytes, a multiple of 8, so every later field keeps its alignment ---
+    ppu_oam: [u8; 256],
+    ppu_sec_oam: [u8; 32],
+    ppu_palette: [u8; 32],
+    ppu_spr_lo: [u8; 8],
+    ppu_spr_hi: [u8; 8],
+    ppu_spr_attr: [u8; 8],
+    ppu_spr_x: [u8; 8],
     // --- 2-byte fields ---
     cpu_pc: u16,
     /// PC of the JAM opcode when `cpu_fault` is 1.
@@ -234,13 +245,6 @@ flat_state! {
     ppu_eval_count: u8,
     ppu_spr_count: u8,
     ppu_spr_zero: u8,
-    ppu_spr_lo: [u8; 8],
-    ppu_spr_hi: [u8; 8],
-    ppu_spr_attr: [u8; 8],
-    ppu_spr_x: [u8; 8],
-    ppu_palette: [u8; 32],
-    ppu_sec_oam: [u8; 32],
-    ppu_oam: [u8; 256],
     apu_frame_five_step: u8,
     apu_frame_irq_inhibit: u8,
     apu_frame_irq_flag: u8,

@@ -283,7 +283,8 @@ const BLOCK: u32 = 128;
 /// blocks line up more warps at each of a frame's block barriers (kernel-notes #40: 256 against
 /// 128, protocol B +30% at 65,536 envs; #90: 512 against 256, B +5%, A -4%). `NESLE_BLOCK` (a
 /// measurement knob, a multiple of 32 up to 512, what the kernel's register cap allows on one
-/// SM: kernels/nesle.cu, kernel-notes #86) overrides it.
+/// SM: kernels/nesle.cu, kernel-notes #86) overrides it. Always a multiple of 32: the frame
+/// loop's warp votes name all 32 threads (kernels/console.cuh, nes_run_frame).
 fn step_block(n: usize, sms: u32) -> u32 {
     static B: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     let knob = *B.get_or_init(|| {

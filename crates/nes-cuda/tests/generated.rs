@@ -36,7 +36,8 @@ fn the_flat_state_has_the_pinned_size_and_offsets() {
     assert_eq!(at("ram"), Some(40), "RAM right after the five u64s, 8-byte aligned");
     assert_eq!(at("cart_chr_ram"), Some(40 + 0x800 + 0x1000 + 0x2000));
     assert_eq!(at("cart_prg_map"), Some(22580));
-    assert_eq!(at("cpu_pc"), Some(22628));
+    assert_eq!(at("ppu_oam"), Some(22628), "the PPU's byte arrays right after the u32s, 4-byte aligned");
+    assert_eq!(at("cpu_pc"), Some(22628 + 352));
     assert_eq!(at("reserved"), Some(FLAT_STATE_SIZE - 7));
 }
 
