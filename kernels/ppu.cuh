@@ -1198,6 +1198,36 @@ NESLE_DEV void ppu_line_whole(Nes& n, bool next_ends_here) {
     s.ppu_dot_clock += 85;
 }
 
+// After a whole line with no sprite in range, scanned from OAMADDR 0 (`ppu_line_whole`, the
+// line now at dot 0): the lines after it with no sprite in range either, each followed by
+// another line in the same batch and before line 239 (which always prefetches), would each
+// take ppu_line_whole's cheap path and leave everything as this one did (secondary OAM, the
+// evaluation's state, the sprite units, OAMADDR 0: none depends on the line) but `v`, the line
+// and the clock. Nothing draws on them (sprite 0 is not in range; checked: no picture). Runs
+// them at once (kernel-notes #128) and returns the dots they took.
+NESLE_DEV u32 ppu_skip_empty_lines(Nes& n, u32 count) {
+    FlatState& s = n.st;
+    u32 line = s.ppu_scanline;
+    if (ppu_drawing(n) || line >= 239 || ppu_line_has_sprites(n, line)) return 0;
+    // The first line at or after `line` with a sprite in range (the cache is valid: just
+    // asked), or 239.
+    u32 w = line >> 5, bits = n.sprite_lines[w] & (~0u << (line & 31));
+    while (bits == 0 && w < 7) bits = n.sprite_lines[++w];
+    u32 stop = bits != 0 ? 32 * w + nes_ctz64((u64)bits) : 256;
+    if (stop > 239) stop = 239;
+    // Each line must have a whole line after it in the batch: 341 (k + 1) dots at most.
+    u32 k = stop - line, fit = count / 341;
+    if (k + 1 > fit) k = fit > 0 ? fit - 1 : 0;
+    if (k == 0) return 0;
+    u16 v = s.ppu_v, h = s.ppu_t & 0x041f;
+    for (u32 i = 0; i < k; i++)
+        v = ppu_v_increment_x(ppu_v_increment_x((u16)((ppu_v_increment_y(v) & ~0x041f) | h)));
+    s.ppu_v = v;
+    s.ppu_scanline = (u16)(line + k);
+    s.ppu_dot_clock += 341ull * k;
+    return 341 * k;
+}
+
 // --- ppu.rs: the catch-up entry points ---
 
 // Advances `count` dots, exactly as `count` calls of `ppu_tick` would (Ppu::run): the bus's
@@ -1215,7 +1245,9 @@ NESLE_DEV void ppu_run(Nes& n, u32 count) {
             if (d <= 64 && !ppu_line_draws(n) && !watches) {
                 if (line < 240 && count >= 341u - d) {
                     count -= 341 - d;
+                    bool empty = s.ppu_oam_addr == 0 && !ppu_line_has_sprites(n, line);
                     ppu_line_whole(n, count >= 341);
+                    if (empty) count -= ppu_skip_empty_lines(n, count);
                     continue;
                 }
                 if ((line < 240 && count >= 256u - d) || (d == 8 && line == PPU_PRERENDER_LINE && count >= 248)) {
