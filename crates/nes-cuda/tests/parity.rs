@@ -299,10 +299,9 @@ fn the_quiet_path_rom_runs_identically() {
 /// switches to 8x16 part way down the frame. In the frame where the switch falls between the
 /// evaluations of lines Y + 14 and Y + 15, line Y + 15 alone finds sprite 0 in range (its last
 /// row) and the line after it hits (the switch lands on line 97, so that is line 99 = 8 x 12 +
-/// 3); the lines after that have no sprite. Skipping them right
-/// after line Y + 15 would keep that line's sprite units and draw them on the first line after
-/// the skip instead, where the background is transparent, and the frame would not hit (its
-/// only change: the hit flag). The NMI counts the frames with a hit at $11, which the test
+/// 3); the lines after that have no sprite. Skipping them right after line Y + 15 would keep
+/// that line's sprite units and draw them on the first line after the skip instead, where the
+/// background is transparent, and the frame would not hit (its only change: the hit flag). The NMI counts the frames with a hit at $11, which the test
 /// checks is not zero (the ROM still makes sprite 0 hit), and the kernels' mutation that skips
 /// after any whole line fails this test alone.
 fn empty_lines_rom() -> Vec<u8> {
