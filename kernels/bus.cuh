@@ -253,7 +253,7 @@ NESLE_DEV void bus_run_oam_dma(Nes& n, u8 page, u16 halted_addr) {
             // From RAM with no APU event due: the 256 read/write pairs touch nothing but OAM,
             // OAMADDR and the latches, so they run as one copy (kernel-notes #43).
             u32 at = base & 0x7ff;
-            for (u32 i = 0; i < 256; i++) ppu_cpu_write(n, 0x2004, s.ram[at + i]);
+            ppu_oam_dma_writes(n, s.ram + at);
             s.bus_open_bus = s.ram[at + 255];
             s.bus_cycles += 512;
             bus_refresh_lines(n);

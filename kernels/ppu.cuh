@@ -1063,8 +1063,7 @@ NESLE_DEV void ppu_skip_tiles(Nes& n, u32 k) {
     u16 d0 = s.ppu_dot + 1, end = (u16)(s.ppu_dot + 8 * k);
     for (; d0 + 7 <= 64 && d0 < end; d0 += 8) {
         s.ppu_eval_buffer = 0xff;
-        u32 at = (d0 >> 3) * 4;
-        for (u32 j = 0; j < 4; j++) s.ppu_sec_oam[at + j] = 0xff;
+        ppu_words(s.ppu_sec_oam)[d0 >> 3] = 0xffffffffu;
     }
     if (d0 < end) ppu_sprite_eval_span(n, d0, end);
     // One coarse X increment a tile (fewer than 32: at most one wrap).
@@ -1085,7 +1084,7 @@ NESLE_DEV void ppu_line_fast(Nes& n) {
     if (s.ppu_scanline < 240) {
         // Dots 1-64 fill secondary OAM with $FF (the part before `dot` already did), then
         // 65-256 evaluate the next line.
-        for (u32 i = 0; i < 32; i++) s.ppu_sec_oam[i] = 0xff;
+        for (u32 i = 0; i < 8; i++) ppu_words(s.ppu_sec_oam)[i] = 0xffffffffu;
         s.ppu_eval_buffer = 0xff;
         ppu_sprite_eval_line(n);
     }
@@ -1203,12 +1202,13 @@ NESLE_DEV void ppu_line_whole(Nes& n, bool next_ends_here) {
 // another line in the same batch and before line 239 (which always prefetches), would each
 // take ppu_line_whole's cheap path and leave everything as this one did (secondary OAM, the
 // evaluation's state, the sprite units, OAMADDR 0: none depends on the line) but `v`, the line
-// and the clock. Nothing draws on them (sprite 0 is not in range; checked: no picture). Runs
-// them at once (kernel-notes #128) and returns the dots they took.
+// and the clock. Nothing draws on them (sprite 0 is not in range, and the caller checked
+// `ppu_line_draws`: no picture). Runs them at once (kernel-notes #128) and returns the dots
+// they took.
 NESLE_DEV u32 ppu_skip_empty_lines(Nes& n, u32 count) {
     FlatState& s = n.st;
     u32 line = s.ppu_scanline;
-    if (ppu_drawing(n) || line >= 239 || ppu_line_has_sprites(n, line)) return 0;
+    if (line >= 239 || ppu_line_has_sprites(n, line)) return 0;
     // The first line at or after `line` with a sprite in range (the cache is valid: just
     // asked), or 239.
     u32 w = line >> 5, bits = n.sprite_lines[w] & (~0u << (line & 31));
@@ -1572,4 +1572,33 @@ NESLE_DEV void ppu_cpu_write(Nes& n, u16 addr, u8 v) {
         }
     }
     if (n.line_log) lines_log_write(n, addr);
+}
+
+// 256 CPU writes of `$2004` from `src` (an OAM DMA from RAM) while the PPU stands outside the
+// render lines, at once: what ppu_cpu_write(n, 0x2004, src[i]) does for i = 0..255 (the caches
+// invalidated, the latch left with the last byte, each attribute byte masked, OAMADDR back where
+// it started), a word at a time when OAMADDR is a multiple of 4 (kernel-notes #131). `src` is
+// 4-byte aligned.
+NESLE_DEV void ppu_oam_dma_writes(Nes& n, const u8* src) {
+    FlatState& s = n.st;
+#ifdef NESLE_PPU_LOG
+    for (u32 i = 0; i < 256; i++) ppu_log(n, PPU_EVENT_WRITE, 0x2004, src[i], 0);
+#endif
+    n.in_range_key = 0xffff;
+    n.oam_visible_valid = false;
+    n.sprite_lines_valid = false;
+    s.ppu_io_latch = src[255];
+    u8 a = s.ppu_oam_addr;
+    if ((a & 3) == 0) {
+        // Byte 2 of each sprite, its attributes, keeps bits 7-5 and 1-0 (`& 0xe3`).
+        const u32* w = (const u32*)src;
+        u32* oam = ppu_words(s.ppu_oam);
+        for (u32 j = 0; j < 64; j++) oam[((a >> 2) + j) & 63] = w[j] & 0xffe3ffffu;
+    } else {
+        for (u32 i = 0; i < 256; i++) {
+            u8 at = (u8)(a + i);
+            s.ppu_oam[at] = (at & 3) == 2 ? (u8)(src[i] & 0xe3) : src[i];
+        }
+    }
+    if (n.line_log) lines_log_write(n, 0x2004);  // the same for each of the 256: once
 }
