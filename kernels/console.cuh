@@ -33,9 +33,7 @@ NESLE_FN void nes_init(Nes& n, const u8* prg, const u8* chr) {
     n.apu_deadline = now;
     n.ppu_lazy = state->cart_kind != MAPPER_MMC3;
     n.apu_length_writes_pending = true;
-    n.in_range_key = 0xffff;  // Ppu::load: `in_range_valid = false`
-    n.oam_visible_valid = false;
-    n.sprite_lines_valid = false;
+    ppu_oam_caches_stale(n);  // Ppu::load
     n.settled = CPU_UNSETTLED;  // Cpu::load
     for (int i = 0; i < 4; i++) n.prg_bank[i] = prg + state->cart_prg_map[i];
     cpu_update_attention(n);

@@ -55,6 +55,17 @@ static_assert(__builtin_offsetof(FlatState, ppu_oam) % 4 == 0 && __builtin_offse
               "the PPU's word-accessed arrays are 4-byte aligned");
 NESLE_FN u32* ppu_words(u8* bytes) { return (u32*)bytes; }
 
+// The bits of an OAM attribute byte (byte 2 of each sprite) that OAM keeps: 2-4 read back as 0.
+#define PPU_OAM_ATTR_BITS 0xe3u
+
+// OAM changed (a `$2004` write, an OAM DMA) or was loaded: the caches derived from it are stale
+// (Ppu::write_oam_data's and Ppu::load's `in_range_valid = false`).
+NESLE_FN void ppu_oam_caches_stale(Nes& n) {
+    n.in_range_key = 0xffff;
+    n.oam_visible_valid = false;
+    n.sprite_lines_valid = false;
+}
+
 // Byte `k` (a constant) of each of the 4 words at `w`, packed low first: three byte permutes on
 // the GPU (PRMT), shifts on the host.
 NESLE_FN u32 ppu_gather_byte(const u32* w, u32 k) {
@@ -1467,7 +1478,7 @@ NESLE_FN void ppu_write_oam_data(FlatState& s, u8 v) {
     if (ppu_rendering(s) && ppu_on_render_line(s)) {
         s.ppu_oam_addr += 4;  // write dropped; the shared counter still moves
     } else {
-        if ((s.ppu_oam_addr & 3) == 2) v &= 0xe3;
+        if ((s.ppu_oam_addr & 3) == 2) v &= PPU_OAM_ATTR_BITS;
         s.ppu_oam[s.ppu_oam_addr] = v;
         s.ppu_oam_addr += 1;
     }
@@ -1528,10 +1539,7 @@ NESLE_DEV void ppu_cpu_write(Nes& n, u16 addr, u8 v) {
         case 2: break;
         case 3: s.ppu_oam_addr = v; break;
         case 4:
-            // Ppu::write_oam_data's `in_range_valid = false` (any write, OAM DMA included).
-            n.in_range_key = 0xffff;
-            n.oam_visible_valid = false;
-            n.sprite_lines_valid = false;
+            ppu_oam_caches_stale(n);  // any write, OAM DMA included
             ppu_write_oam_data(s, v);
             break;
         case 5:
@@ -1584,20 +1592,18 @@ NESLE_DEV void ppu_oam_dma_writes(Nes& n, const u8* src) {
 #ifdef NESLE_PPU_LOG
     for (u32 i = 0; i < 256; i++) ppu_log(n, PPU_EVENT_WRITE, 0x2004, src[i], 0);
 #endif
-    n.in_range_key = 0xffff;
-    n.oam_visible_valid = false;
-    n.sprite_lines_valid = false;
+    ppu_oam_caches_stale(n);
     s.ppu_io_latch = src[255];
     u8 a = s.ppu_oam_addr;
     if ((a & 3) == 0) {
-        // Byte 2 of each sprite, its attributes, keeps bits 7-5 and 1-0 (`& 0xe3`).
+        // Byte 2 of each sprite's word is its attributes.
         const u32* w = (const u32*)src;
         u32* oam = ppu_words(s.ppu_oam);
-        for (u32 j = 0; j < 64; j++) oam[((a >> 2) + j) & 63] = w[j] & 0xffe3ffffu;
+        for (u32 j = 0; j < 64; j++) oam[((a >> 2) + j) & 63] = w[j] & (0xff00ffffu | PPU_OAM_ATTR_BITS << 16);
     } else {
         for (u32 i = 0; i < 256; i++) {
             u8 at = (u8)(a + i);
-            s.ppu_oam[at] = (at & 3) == 2 ? (u8)(src[i] & 0xe3) : src[i];
+            s.ppu_oam[at] = (at & 3) == 2 ? (u8)(src[i] & PPU_OAM_ATTR_BITS) : src[i];
         }
     }
     if (n.line_log) lines_log_write(n, 0x2004);  // the same for each of the 256: once
