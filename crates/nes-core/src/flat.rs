@@ -14,7 +14,7 @@
 //! at a time, u16, u8) so `repr(C)` inserts no padding: the C header is then exactly the list of
 //! fields (a test checks that the sizes add up).
 //!
-//! Size: 22,872 bytes (see `the_flat_state_is_23136_bytes`). 18 KiB of that is cartridge RAM:
+//! Size: 23,136 bytes (see `the_flat_state_is_23136_bytes`). 18 KiB of that is cartridge RAM:
 //! CHR RAM (8 KiB), PRG RAM (8 KiB) and four-screen CIRAM (2 of the 4 KiB), kept for every
 //! board so that one layout serves every ROM. SMB uses none of the three; a per-ROM layout
 //! could bring it down to ~4.7 KiB (a later optimisation, measured in docs/kernel-notes.md).
