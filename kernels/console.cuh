@@ -138,9 +138,9 @@ NESLE_FN bool nes_frame_after_step(Nes& n, u32& steps, u16 pc, u64 until) {
 // read the state, so a quiet instruction that could need either writes `r` back too. Returns
 // true when the frame ends (vertical blank reached, or the console faulted).
 NESLE_FN bool nes_frame_turn(Nes& n, CpuRegs& r, u64& quiet_until, u32& steps, u64 until) {
-    u16 pc = r.cpu_pc;
+    u32 pc = r.cpu_pc;
     bool quiet = cpu_quiet_step(n, r, quiet_until);
-    if (quiet && ((u16)(pc - r.cpu_pc) & ~5) != 0 && steps < NES_MAX_STEPS_PER_FRAME) {
+    if (quiet && ((pc - r.cpu_pc) & 0xfffa) != 0 && steps < NES_MAX_STEPS_PER_FRAME) {
         steps += 1;
         return false;
     }

@@ -539,10 +539,10 @@ NESLE_FN void cpu_implied_registers(R& s, u8 mn) {
         case MN_TYA: s.cpu_a = s.cpu_y; cpu_set_zn(s, s.cpu_a); break;
         case MN_TSX: s.cpu_x = s.cpu_s; cpu_set_zn(s, s.cpu_x); break;
         case MN_TXS: s.cpu_s = s.cpu_x; break;
-        case MN_INX: s.cpu_x += 1; cpu_set_zn(s, s.cpu_x); break;
-        case MN_INY: s.cpu_y += 1; cpu_set_zn(s, s.cpu_y); break;
-        case MN_DEX: s.cpu_x -= 1; cpu_set_zn(s, s.cpu_x); break;
-        case MN_DEY: s.cpu_y -= 1; cpu_set_zn(s, s.cpu_y); break;
+        case MN_INX: s.cpu_x = (u8)(s.cpu_x + 1); cpu_set_zn(s, s.cpu_x); break;
+        case MN_INY: s.cpu_y = (u8)(s.cpu_y + 1); cpu_set_zn(s, s.cpu_y); break;
+        case MN_DEX: s.cpu_x = (u8)(s.cpu_x - 1); cpu_set_zn(s, s.cpu_x); break;
+        case MN_DEY: s.cpu_y = (u8)(s.cpu_y - 1); cpu_set_zn(s, s.cpu_y); break;
         default: break;  // implied NOPs
     }
 }

@@ -11,11 +11,14 @@
 
 // What the quiet path holds in registers, named as in FlatState so that cpu.cuh's ALU helpers
 // take either.
+// Each a full 32-bit register holding its byte (its 16 bits for PC), so the compiler need not
+// merge narrow values into shared registers (kernel-notes #136); every write keeps the value
+// in range.
 struct CpuRegs {
     u64 bus_cycles;
-    u16 cpu_pc;
-    u8 cpu_a, cpu_x, cpu_y, cpu_p, cpu_s;
-    u8 bus_open_bus;
+    u32 cpu_pc;
+    u32 cpu_a, cpu_x, cpu_y, cpu_p, cpu_s;
+    u32 bus_open_bus;
     // Decimal arithmetic (a test-only mode) never runs here: `nes_quiet_until` is 0 with it on.
     static constexpr bool cpu_decimal_mode = false;
 };
@@ -118,7 +121,7 @@ __constant__ QuietOps NESLE_QUIET_OPS = cpu_quiet_ops();
 // Whether the quiet path may read `addr`: PRG ROM or RAM. Anything else (a register, whose read
 // can have side effects, or open bus) is left to the full path. The regions start on page
 // boundaries, so an address's page tells its region.
-NESLE_FN bool cpu_quiet_addr(u16 addr) { return addr >= 0x8000 || addr < 0x2000; }
+NESLE_FN bool cpu_quiet_addr(u32 addr) { return addr >= 0x8000 || addr < 0x2000; }
 
 // A PRG ROM byte: read-only for the whole launch, so through the read-only data cache.
 NESLE_FN u8 cpu_rom_byte(const u8* p) {
@@ -130,7 +133,7 @@ NESLE_FN u8 cpu_rom_byte(const u8* p) {
 }
 
 // A byte at an address cpu_quiet_addr allows.
-NESLE_FN u8 cpu_quiet_load(const Nes& n, u16 addr) {
+NESLE_FN u8 cpu_quiet_load(const Nes& n, u32 addr) {
     if (addr >= 0x8000) return cpu_rom_byte(n.prg_bank[(addr >> 13) & 3] + (addr & 0x1fff));
     return n.st.ram[addr & 0x7ff];
 }
@@ -144,31 +147,32 @@ NESLE_FN u8 cpu_quiet_load(const Nes& n, u16 addr) {
 // before `r` or RAM changes: up to there the instruction has only read RAM or ROM, which
 // changes nothing.
 NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
-    u16 pc = r.cpu_pc;
+    u32 pc = r.cpu_pc;
     if (pc < 0x8000 || (pc & 0x1fff) > 0x1ffd || r.bus_cycles + 7 >= until) return false;
     const u8* code = n.prg_bank[(pc >> 13) & 3] + (pc & 0x1fff);
     // The opcode and the two bytes after it, loaded together (reading a byte the instruction
     // does not use changes nothing). Every instruction reads the first of them on its second
     // cycle, as operand or dummy read.
-    u8 opcode = cpu_rom_byte(code), b1 = cpu_rom_byte(code + 1), b2 = cpu_rom_byte(code + 2);
+    u32 opcode = cpu_rom_byte(code), b1 = cpu_rom_byte(code + 1), b2 = cpu_rom_byte(code + 2);
     u32 info = NESLE_QUIET_OPS.op[opcode];
     u32 form = info & 15, mode = (info >> 4) & 15;
     u8 mn = (u8)(info >> 8);
     if (form == QF_NONE) return false;
     u8* ram = n.st.ram;
     u32 cycles = 2;
-    u8 bus = b1;
-    u16 next = (u16)(pc + 1);
+    // pc <= $FFFD here, so the next opcode's address below needs no wrap.
+    u32 bus = b1;
+    u32 next = pc + 1;
     if (form <= QF_MODIFY_A) {
         // cpu_execute's read, write and read-modify-write classes.
-        u16 addr = 0;
+        u32 addr = 0;
         if (mode == MODE_IMM) {
             next += 1;
         } else if (mode >= MODE_ZP) {
             // cpu_address: the operand's bytes, then the pointer or the dummy reads of the mode.
             next += 1;
-            u16 base = 0;
-            u8 idx = 0;
+            u32 base = 0;
+            u32 idx = 0;
             bool indexed = false;
             addr = b1;
             switch (mode) {
@@ -177,21 +181,21 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
                 case MODE_ZPY:
                     bus = ram[b1];
                     cycles += 1;
-                    addr = (u8)(b1 + (mode == MODE_ZPX ? r.cpu_x : r.cpu_y));
+                    addr = (b1 + (mode == MODE_ZPX ? r.cpu_x : r.cpu_y)) & 0xff;
                     break;
                 case MODE_IZX: {
-                    u8 p = (u8)(b1 + r.cpu_x);
-                    u8 lo = ram[p];
-                    bus = ram[(u8)(p + 1)];
+                    u32 p = (b1 + r.cpu_x) & 0xff;
+                    u32 lo = ram[p];
+                    bus = ram[(p + 1) & 0xff];
                     cycles += 3;
-                    addr = le16(lo, bus);
+                    addr = lo | bus << 8;
                     break;
                 }
                 case MODE_IZY: {
-                    u8 lo = ram[b1];
-                    bus = ram[(u8)(b1 + 1)];
+                    u32 lo = ram[b1];
+                    bus = ram[(b1 + 1) & 0xff];
                     cycles += 2;
-                    base = le16(lo, bus);
+                    base = lo | bus << 8;
                     idx = r.cpu_y;
                     indexed = true;
                     break;
@@ -200,7 +204,7 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
                     next += 1;
                     bus = b2;
                     cycles += 1;
-                    base = le16(b1, b2);
+                    base = b1 | b2 << 8;
                     addr = base;
                     indexed = mode != MODE_ABS;
                     idx = mode == MODE_ABX ? r.cpu_x : r.cpu_y;
@@ -209,8 +213,8 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
             if (indexed) {
                 // cpu_indexed: the un-carried address read on a page crossing, and always before
                 // a write or read-modify-write.
-                addr = (u16)(base + idx);
-                u16 early = (base & 0xff00) | (addr & 0x00ff);
+                addr = (base + idx) & 0xffff;
+                u32 early = (base & 0xff00) | (addr & 0x00ff);
                 if (early != addr || form != QF_READ) {
                     if (!cpu_quiet_addr(early)) return false;
                     bus = cpu_quiet_load(n, early);
@@ -230,13 +234,13 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
             cpu_exec_read(r, mn, v);
         } else if (form == QF_WRITE) {
             bus = mn == MN_STA ? r.cpu_a : mn == MN_STX ? r.cpu_x : r.cpu_y;
-            ram[addr & 0x7ff] = bus;
+            ram[addr & 0x7ff] = (u8)bus;
             cycles += 1;
         } else if (form == QF_MODIFY) {
             // The read, the old value written back, the new one written.
             u8* at = ram + (addr & 0x7ff);
             bus = cpu_modify(r, mn, *at);
-            *at = bus;
+            *at = (u8)bus;
             cycles += 3;
         } else {
             r.cpu_a = cpu_modify(r, mn, r.cpu_a);
@@ -248,7 +252,7 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
                 // opcode and, on a page crossing, of the un-carried target (the same page: ROM).
                 next += 1;
                 if (cpu_branch_taken(r.cpu_p, opcode)) {
-                    u16 target = (u16)(next + (u16)(i16)(i8)b1);
+                    u32 target = (next + (u32)(i32)(i8)b1) & 0xffff;
                     bus = b2;
                     cycles += 1;
                     if ((target ^ next) & 0xff00) {
@@ -261,49 +265,49 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
             case QF_JMP:
                 bus = b2;
                 cycles += 1;
-                next = le16(b1, b2);
+                next = b1 | b2 << 8;
                 break;
             case QF_JMP_IND: {
                 // The pointer's two bytes, on one page.
-                u16 at = le16(b1, b2);
+                u32 at = b1 | b2 << 8;
                 if (!cpu_quiet_addr(at)) return false;
-                u8 lo = cpu_quiet_load(n, at);
-                bus = cpu_quiet_load(n, (at & 0xff00) | ((u16)(at + 1) & 0x00ff));
+                u32 lo = cpu_quiet_load(n, at);
+                bus = cpu_quiet_load(n, (at & 0xff00) | ((at + 1) & 0x00ff));
                 cycles += 3;
-                next = le16(lo, bus);
+                next = lo | bus << 8;
                 break;
             }
             case QF_JSR: {
                 // The low byte, a dummy stack read, PC (at the high byte) pushed, the high byte.
-                u16 ret = (u16)(pc + 2);
+                u32 ret = pc + 2;
                 ram[0x100 | r.cpu_s] = (u8)(ret >> 8);
-                ram[0x100 | (u8)(r.cpu_s - 1)] = (u8)ret;
-                r.cpu_s -= 2;
+                ram[0x100 | ((r.cpu_s - 1) & 0xff)] = (u8)ret;
+                r.cpu_s = (r.cpu_s - 2) & 0xff;
                 bus = b2;
                 cycles += 4;
-                next = le16(b1, b2);
+                next = b1 | b2 << 8;
                 break;
             }
             case QF_RTS: {
                 // A dummy read, a dummy stack read, PC pulled, a dummy read at it, then PC + 1.
-                u8 lo = ram[0x100 | (u8)(r.cpu_s + 1)];
-                u8 hi = ram[0x100 | (u8)(r.cpu_s + 2)];
-                u16 back = le16(lo, hi);
+                u32 lo = ram[0x100 | ((r.cpu_s + 1) & 0xff)];
+                u32 hi = ram[0x100 | ((r.cpu_s + 2) & 0xff)];
+                u32 back = lo | hi << 8;
                 if (!cpu_quiet_addr(back)) return false;
                 bus = cpu_quiet_load(n, back);
-                r.cpu_s += 2;
+                r.cpu_s = (r.cpu_s + 2) & 0xff;
                 cycles += 4;
-                next = (u16)(back + 1);
+                next = (back + 1) & 0xffff;
                 break;
             }
             case QF_PUSH:
                 bus = mn == MN_PHA ? r.cpu_a : (u8)(r.cpu_p | FLAG_B | FLAG_U);
-                ram[0x100 | r.cpu_s] = bus;
-                r.cpu_s -= 1;
+                ram[0x100 | r.cpu_s] = (u8)bus;
+                r.cpu_s = (r.cpu_s - 1) & 0xff;
                 cycles += 1;
                 break;
             case QF_PLA:
-                r.cpu_s += 1;
+                r.cpu_s = (r.cpu_s + 1) & 0xff;
                 bus = ram[0x100 | r.cpu_s];
                 r.cpu_a = bus;
                 cpu_set_zn(r, bus);
