@@ -341,9 +341,32 @@ fn empty_lines_rom() -> Vec<u8> {
     rom
 }
 
+/// The line on which each of the first `frames` NMIs of `empty_lines_rom` switches to 8x16
+/// sprites: the PPU's line after the `STA $2000` at $C05F (Console::step catches the PPU up).
+fn empty_lines_switch_lines(rom: &[u8], frames: usize) -> Vec<u16> {
+    let mut c = Console::new(rom).unwrap();
+    let mut lines = Vec::new();
+    while lines.len() < frames {
+        let pc = c.cpu.pc;
+        c.step();
+        if pc == 0xc05f {
+            lines.push(c.to_flat().ppu_scanline);
+        }
+    }
+    lines
+}
+
 #[test]
 fn a_sprite_line_before_empty_lines_runs_identically() {
     let rom = empty_lines_rom();
+    // The ROM's premises (`empty_lines_rom`): the switch lands on line 97 in every frame, so the
+    // one line with sprite 0 in range is followed by a hit on line 99; and some frame hits.
+    let lines = empty_lines_switch_lines(&rom, 300);
+    assert!(
+        lines.iter().all(|&l| l == 97),
+        "the switch to 8x16 sprites moved off line 97 (lines {:?}): redo the ROM's reasoning",
+        &lines[..8]
+    );
     let mut c = Console::new(&rom).unwrap();
     c.run_frames(600);
     assert!(c.ram()[0x11] > 0, "no frame of the ROM hit sprite 0: it no longer tests the case");
