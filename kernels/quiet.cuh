@@ -10,10 +10,9 @@
 #include "cpu.cuh"
 
 // What the quiet path holds in registers, named as in FlatState so that cpu.cuh's ALU helpers
-// take either.
-// Each a full 32-bit register holding its byte (its 16 bits for PC), so the compiler need not
-// merge narrow values into shared registers (kernel-notes #136); every write keeps the value
-// in range.
+// take either. Each is a whole 32-bit register holding its byte (PC its 16 bits), so the
+// compiler need not merge narrow values into shared registers (kernel-notes #136); every write
+// keeps the value in range.
 struct CpuRegs {
     u64 bus_cycles;
     u32 cpu_pc;
