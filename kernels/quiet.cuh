@@ -131,6 +131,9 @@ NESLE_FN u8 cpu_rom_byte(const u8* p) {
 #endif
 }
 
+// le16 for the quiet path's 32-bit values (#136): the address whose low byte is `lo`.
+NESLE_FN u32 cpu_quiet_le16(u32 lo, u32 hi) { return lo | hi << 8; }
+
 // A byte at an address cpu_quiet_addr allows.
 NESLE_FN u8 cpu_quiet_load(const Nes& n, u32 addr) {
     if (addr >= 0x8000) return cpu_rom_byte(n.prg_bank[(addr >> 13) & 3] + (addr & 0x1fff));
@@ -187,14 +190,14 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
                     u32 lo = ram[p];
                     bus = ram[(p + 1) & 0xff];
                     cycles += 3;
-                    addr = lo | bus << 8;
+                    addr = cpu_quiet_le16(lo, bus);
                     break;
                 }
                 case MODE_IZY: {
                     u32 lo = ram[b1];
                     bus = ram[(b1 + 1) & 0xff];
                     cycles += 2;
-                    base = lo | bus << 8;
+                    base = cpu_quiet_le16(lo, bus);
                     idx = r.cpu_y;
                     indexed = true;
                     break;
@@ -203,7 +206,7 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
                     next += 1;
                     bus = b2;
                     cycles += 1;
-                    base = b1 | b2 << 8;
+                    base = cpu_quiet_le16(b1, b2);
                     addr = base;
                     indexed = mode != MODE_ABS;
                     idx = mode == MODE_ABX ? r.cpu_x : r.cpu_y;
@@ -264,16 +267,16 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
             case QF_JMP:
                 bus = b2;
                 cycles += 1;
-                next = b1 | b2 << 8;
+                next = cpu_quiet_le16(b1, b2);
                 break;
             case QF_JMP_IND: {
                 // The pointer's two bytes, on one page.
-                u32 at = b1 | b2 << 8;
+                u32 at = cpu_quiet_le16(b1, b2);
                 if (!cpu_quiet_addr(at)) return false;
                 u32 lo = cpu_quiet_load(n, at);
                 bus = cpu_quiet_load(n, (at & 0xff00) | ((at + 1) & 0x00ff));
                 cycles += 3;
-                next = lo | bus << 8;
+                next = cpu_quiet_le16(lo, bus);
                 break;
             }
             case QF_JSR: {
@@ -284,14 +287,14 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
                 r.cpu_s = (r.cpu_s - 2) & 0xff;
                 bus = b2;
                 cycles += 4;
-                next = b1 | b2 << 8;
+                next = cpu_quiet_le16(b1, b2);
                 break;
             }
             case QF_RTS: {
                 // A dummy read, a dummy stack read, PC pulled, a dummy read at it, then PC + 1.
                 u32 lo = ram[0x100 | ((r.cpu_s + 1) & 0xff)];
                 u32 hi = ram[0x100 | ((r.cpu_s + 2) & 0xff)];
-                u32 back = lo | hi << 8;
+                u32 back = cpu_quiet_le16(lo, hi);
                 if (!cpu_quiet_addr(back)) return false;
                 bus = cpu_quiet_load(n, back);
                 r.cpu_s = (r.cpu_s + 2) & 0xff;
