@@ -16,6 +16,9 @@
 //!    warning, or a build error with `NESLE_REQUIRE_KERNELS=1`. `NESLE_NVRTC` names
 //!    libnvrtc.so.12 (`none` skips this step).
 //!
+//! `OUT_DIR/entry_points.txt` lists the kernels' entry points (src/entry_points.rs), which a
+//! run-time compile's sources must match.
+//!
 //! Every image that was built is listed in OUT_DIR/kernel_images.rs (embedded by
 //! `src/images.rs`); the loader picks one per GPU (compute capability, driver version).
 //!
@@ -23,6 +26,8 @@
 //! generated from nes-core (src/header.rs), so a build can never use a stale layout; the
 //! committed `kernels/generated/` is checked by `tests/generated.rs`.
 
+#[path = "src/entry_points.rs"]
+mod entry_points;
 #[path = "src/header.rs"]
 mod header;
 
@@ -59,6 +64,9 @@ fn main() {
     println!("cargo:rerun-if-changed=nvrtc_compile.py");
 
     copy_sources(&src, &kdir);
+    // What the launches expect; a run-time compile (`NESLE_KERNEL_SOURCE`) is checked against it.
+    let entries = entry_points::of_dir(&src).expect("kernels/ is readable");
+    std::fs::write(out.join("entry_points.txt"), entries.join("\n")).unwrap();
     std::fs::create_dir_all(kdir.join("generated")).unwrap();
     for (name, text) in header::generated_headers() {
         std::fs::write(kdir.join("generated").join(name), text).unwrap();

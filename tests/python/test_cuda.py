@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -438,12 +439,24 @@ def test_kernels_compiled_from_source_at_run_time_match_the_cpu(smb_rom, tmp_pat
     run = subprocess.run([sys.executable, "-c", _SOURCE_RUN, str(rom), "8"], env=env, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0 and "same" in run.stdout, run.stderr[-3000:]
 
+    kernels = Path(env["NESLE_KERNEL_SOURCE"])
     broken = tmp_path / "broken"
-    broken.mkdir()
-    (broken / "nesle.cu").write_text("this is not CUDA\n")
+    shutil.copytree(kernels, broken)
+    (broken / "nesle.cu").write_text((kernels / "nesle.cu").read_text() + "\nthis is not CUDA\n")
     env["NESLE_KERNEL_SOURCE"] = str(broken)
     run = subprocess.run([sys.executable, "-c", _SOURCE_RUN, str(rom), "8"], env=env, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode != 0 and "NVRTC failed" in run.stderr, run.stderr[-3000:]
+
+    # Sources whose entry points take other parameters would run on misplaced arguments: refused.
+    other = tmp_path / "other"
+    shutil.copytree(kernels, other)
+    sig = "nesle_gather_ram(const u8* states, u32 stride, u8* out, u32 n_envs)"
+    text = (kernels / "nesle.cu").read_text()
+    assert sig in text
+    (other / "nesle.cu").write_text(text.replace(sig, sig[:-1] + ", u32 extra)"))
+    env["NESLE_KERNEL_SOURCE"] = str(other)
+    run = subprocess.run([sys.executable, "-c", _SOURCE_RUN, str(rom), "8"], env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode != 0 and "entry points" in run.stderr and "u32, u32)" in run.stderr, run.stderr[-3000:]
 
 
 @pytest.mark.parametrize("options", ["-DNESLE_PC_VOTE=1", "-DNESLE_PC_VOTE=2"], ids=["1", "2"])

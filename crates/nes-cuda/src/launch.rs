@@ -397,6 +397,15 @@ fn compile_source(
             path.display()
         ))
     })?;
+    check_entry_points(dir)?;
+    // The tree's state layout must be the library's too (its `generated/` headers could be
+    // stale): appended, this fails the compile with the two sizes instead of corrupting states.
+    let src = format!(
+        "{src}\nstatic_assert(sizeof(FlatState) == {}, \"NESLE_KERNEL_SOURCE: FlatState's size \
+         differs from this library's ({} bytes): the tree's state layout is another build's\");\n",
+        host_state_size(),
+        host_state_size()
+    );
     // SAFETY: only tries to dlopen libnvrtc; cudarc would panic on first use without it.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Err(Error::NoDevice(
@@ -427,6 +436,32 @@ fn compile_source(
         ))
     })?;
     ctx.load_module(ptx).map_err(cuda)
+}
+
+/// The entry points of the kernels this library was built with (build.rs, src/entry_points.rs).
+pub(crate) fn built_entry_points() -> Vec<String> {
+    let text = include_str!(concat!(env!("OUT_DIR"), "/entry_points.txt"));
+    text.lines().map(String::from).collect()
+}
+
+/// Refuses a `NESLE_KERNEL_SOURCE` tree whose entry points take other parameters than the
+/// launches pass: its kernels would load and run on misplaced arguments, without an error.
+fn check_entry_points(dir: &str) -> Result<(), Error> {
+    let theirs = crate::entry_points::of_dir(std::path::Path::new(dir)).map_err(|e| {
+        Error::BadArgument(format!("NESLE_KERNEL_SOURCE: cannot read {dir}: {e}"))
+    })?;
+    let ours = built_entry_points();
+    if theirs == ours {
+        return Ok(());
+    }
+    let only_theirs: Vec<&String> = theirs.iter().filter(|s| !ours.contains(s)).collect();
+    let only_ours: Vec<&String> = ours.iter().filter(|s| !theirs.contains(s)).collect();
+    Err(Error::BadArgument(format!(
+        "NESLE_KERNEL_SOURCE: the kernel entry points in {dir} differ from the ones this library \
+         launches, so they would run on wrong arguments; {dir} has {only_theirs:?} where the \
+         library has {only_ours:?}. Build the library from those sources, or use sources whose \
+         entry points match"
+    )))
 }
 
 /// Loads the kernels: compiled from `NESLE_KERNEL_SOURCE` if set (development), else the
@@ -933,8 +968,37 @@ pub(crate) fn tables_as_bytes(t: &GrayTables) -> &[u8] {
 
 #[cfg(test)]
 mod tests {
-    use super::{default_step_block, parse_timeout, step_grid};
+    use super::{check_entry_points, default_step_block, parse_timeout, step_grid};
     use std::time::Duration;
+
+    #[test]
+    fn a_source_tree_is_refused_when_an_entry_points_parameters_differ() {
+        let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kernels");
+        let dir = std::env::temp_dir().join(format!("nesle-entry-points-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for entry in std::fs::read_dir(&kernels).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+            }
+        }
+        let d = dir.to_str().unwrap();
+        assert!(check_entry_points(d).is_ok());
+        // A parameter renamed: the same launch.
+        let cu = dir.join("nesle.cu");
+        let text = std::fs::read_to_string(&cu).unwrap();
+        let sig = "nesle_gather_ram(const u8* states, u32 stride, u8* out, u32 n_envs)";
+        assert!(text.contains(sig));
+        std::fs::write(&cu, text.replace(sig, "nesle_gather_ram(const u8* s, u32 stride, u8* out, u32 n)")).unwrap();
+        assert!(check_entry_points(d).is_ok());
+        // One added: refused, naming the kernel both ways.
+        std::fs::write(&cu, text.replace(sig, "nesle_gather_ram(const u8* states, u32 stride, u8* out, u32 n_envs, u32 x)"))
+            .unwrap();
+        let err = check_entry_points(d).unwrap_err().to_string();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(err.contains("nesle_gather_ram(const u8*, u32, u8*, u32, u32)"), "{err}");
+        assert!(err.contains("nesle_gather_ram(const u8*, u32, u8*, u32)\""), "{err}");
+    }
 
     #[test]
     fn the_step_grid_covers_every_env_and_caps_blocks_per_sm() {

@@ -11,6 +11,7 @@
 //! All unsafe code and every CUDA call live in the private `launch` module.
 
 mod batch;
+mod entry_points;
 mod error;
 pub mod header;
 mod launch;
