@@ -16,9 +16,10 @@
 // The per-thread view of the state already in `n.st` (Bus::load: nothing owed, PPU and APU
 // deadlines now, i.e. both recompute at the next cycle end; Apu::load: length writes may be
 // pending).
-NESLE_FN void nes_init(Nes& n, const u8* prg, const u8* chr) {
+NESLE_FN void nes_init(Nes& n, const u8* prg, const u32* code, const u8* chr) {
     FlatState* state = &n.st;
     n.prg = prg;
+    n.code = code;
     n.chr = chr;
     n.pixels = nullptr;
     n.line_log = nullptr;
@@ -35,7 +36,10 @@ NESLE_FN void nes_init(Nes& n, const u8* prg, const u8* chr) {
     n.apu_length_writes_pending = true;
     ppu_oam_caches_stale(n);  // Ppu::load
     n.settled = CPU_UNSETTLED;  // Cpu::load
-    for (int i = 0; i < 4; i++) n.prg_bank[i] = prg + state->cart_prg_map[i];
+    for (int i = 0; i < 4; i++) {
+        n.prg_bank[i] = prg + state->cart_prg_map[i];
+        n.code_bank[i] = code + state->cart_prg_map[i];
+    }
     cpu_update_attention(n);
     bus_update_deadlines(n);
     bus_refresh_lines(n);
@@ -285,10 +289,10 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
 // starts and ends in vertical blank, so the last call draws every visible dot exactly once.
 // `lines` (nullable) receives the last frame's record for drawing it afterwards (kernels/lines.cuh).
 // Returns the instructions of the last frame.
-NESLE_DEV u32 nes_step_env(Nes& n, const u8* prg, const u8* chr, u8* prg_ram, u8 action, u32 frames, u8* pixels,
+NESLE_DEV u32 nes_step_env(Nes& n, const u8* prg, const u32* code, const u8* chr, u8* prg_ram, u8 action, u32 frames, u8* pixels,
                            LineLog* lines, bool active) {
     if (active) {
-        nes_init(n, prg, chr);
+        nes_init(n, prg, code, chr);
         n.prg_ram = prg_ram;
         n.st.pad_buttons[0] = action;
     }
@@ -367,7 +371,7 @@ NESLE_FN u8* nes_convert(FlatState* full, u8* packed, u32 packing, bool to_packe
 // `ran` (nullable) receives each env's instructions in its last frame, the key to regroup by.
 // `lines` (nullable, one LineLog an env) receives the last frame's record for kernels/lines.cuh.
 // Out of line: inlined into nesle_step, it left the frame loop 144 bytes of spill loads, not 4.
-NESLE_DEV void nes_step_slot(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr, const u8* actions,
+NESLE_DEV void nes_step_slot(u8* states, u32 stride, u32 packing, const u8* prg, const u32* code, const u8* chr, const u8* actions,
                              const u32* order, u32 t, u32 n_envs, u32 frames, u8* pixels, u32* ran,
                              LineLog* lines) {
     bool active = t < n_envs;
@@ -378,7 +382,7 @@ NESLE_DEV void nes_step_slot(u8* states, u32 stride, u32 packing, const u8* prg,
     u8* prg_ram = active ? nes_convert(&n.st, packed, packing, false) : nullptr;
     LineLog* lg = active && lines ? lines + env : nullptr;
     if (lg) lg->flags = 0;
-    u32 r = nes_step_env(n, prg, chr, prg_ram, active ? actions[env] : 0, frames, px, lg, active);
+    u32 r = nes_step_env(n, prg, code, chr, prg_ram, active ? actions[env] : 0, frames, px, lg, active);
     if (active) nes_convert(&n.st, packed, packing, true);
     if (active && ran) ran[env] = r;
 }

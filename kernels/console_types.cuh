@@ -71,6 +71,11 @@ struct Nes {
     // `prg + cart_prg_map[i]` for the four 8 KiB windows of $8000-$FFFF: a ROM byte's address
     // in one load instead of two (kernel-notes #81). Derived: `nes_init` and `set_prg_8k` set it.
     const u8* prg_bank[4];
+    // The batch's code words (quiet.cuh `cpu_code_word`: one per PRG ROM byte) and the same four
+    // windows into them, `code + cart_prg_map[i]`: the quiet path's fetch (kernel-notes #138).
+    // Derived: `nes_init` and `set_prg_8k` set them with `prg_bank`.
+    const u32* code;
+    const u32* code_bank[4];
     // Cpu::settled: `lines` of the last interrupt sample when another sample with the same
     // lines would change nothing (the pipeline has settled), else CPU_UNSETTLED; a cycle then
     // skips the sample's stores (nes-core perf-notes #30, #31). The sample also reads P's I

@@ -11,10 +11,16 @@
 // nesle_step's body over packed states, one thread slot after the other (launch-local copy
 // unpacked from and packed back to `states + env * stride`; `order`, `ran` and `lines` as in
 // nesle_step).
-extern "C" void nesle_host_step(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr, const u8* actions,
+extern "C" void nesle_host_step(u8* states, u32 stride, u32 packing, const u8* prg, const u32* code, const u8* chr, const u8* actions,
                                 u32 n_envs, u32 frames, u8* pixels, const u32* order, u32* ran, LineLog* lines) {
     for (u32 t = 0; t < n_envs; t++)
-        nes_step_slot(states, stride, packing, prg, chr, actions, order, t, n_envs, frames, pixels, ran, lines);
+        nes_step_slot(states, stride, packing, prg, code, chr, actions, order, t, n_envs, frames, pixels, ran, lines);
+}
+
+// The batch's code words for a PRG ROM image of `len` bytes (quiet.cuh `cpu_code_word`): built
+// here once per ROM for both back ends, the GPU's copy uploaded beside the ROM.
+extern "C" void nesle_host_code_words(const u8* prg, u32 len, u32* out) {
+    for (u32 i = 0; i < len; i++) out[i] = cpu_code_word(prg, len, i);
 }
 
 extern "C" u32 nesle_host_state_size(void) { return (u32)sizeof(FlatState); }
@@ -24,31 +30,31 @@ extern "C" u32 nesle_host_line_log_size(void) { return (u32)sizeof(LineLog); }
 // One CPU step (instruction or interrupt sequence) of one console, PPU and APU caught up after
 // it as Console::step does (no idle-loop fast-forward: that lives in run_frame only): lets
 // tests find the first diverging instruction when a frame-level parity check fails.
-extern "C" void nesle_host_cpu_step(FlatState* state, const u8* prg, const u8* chr) {
+extern "C" void nesle_host_cpu_step(FlatState* state, const u8* prg, const u32* code, const u8* chr) {
     Nes n;
     n.st = *state;
-    nes_init(n, prg, chr);
+    nes_init(n, prg, code, chr);
     nes_step(n);
     *state = n.st;
 }
 
 // The bound a `$2002` read trusts instead of catching the PPU up (`ppu_dots_to_status_change`):
 // the kernels' PPU tests check it against ticking.
-extern "C" u32 nesle_host_status_bound(const FlatState* state, const u8* prg, const u8* chr) {
+extern "C" u32 nesle_host_status_bound(const FlatState* state, const u8* prg, const u32* code, const u8* chr) {
     Nes n;
     n.st = *state;
-    nes_init(n, prg, chr);
+    nes_init(n, prg, code, chr);
     return ppu_dots_to_status_change(n);
 }
 
 // `dots` PPU dots of one console, as the bus's catch-up runs them (`ppu_run`, in bulk where it
 // can) or, with `one_by_one`, through `ppu_tick` each: the two must leave the same state and
 // pixels (crates/nes-cuda/tests/ppu_batches.rs). `pixels` is null or one 256x240 picture.
-extern "C" void nesle_host_ppu_run(FlatState* state, const u8* prg, const u8* chr, u32 dots, u32 one_by_one,
+extern "C" void nesle_host_ppu_run(FlatState* state, const u8* prg, const u32* code, const u8* chr, u32 dots, u32 one_by_one,
                                    u8* pixels) {
     Nes n;
     n.st = *state;
-    nes_init(n, prg, chr);
+    nes_init(n, prg, code, chr);
     n.pixels = pixels;
     if (one_by_one) {
         for (u32 i = 0; i < dots; i++) ppu_tick(n);

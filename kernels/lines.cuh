@@ -298,12 +298,12 @@ NESLE_FN void lines_blank(const LineLog& log, const LineScene& c, u8* pixels, u3
 
 // Env `env`'s frame by a redraw: from its packed state before the frame (`snapshot`, used as
 // scratch), run once more with its buttons, drawing as it runs, when its log says so.
-NESLE_DEV void nes_redraw_env(u8* snapshot, u32 stride, u32 packing, const u8* prg, const u8* chr, const u8* actions,
+NESLE_DEV void nes_redraw_env(u8* snapshot, u32 stride, u32 packing, const u8* prg, const u32* code, const u8* chr, const u8* actions,
                               const LineLog* logs, u8* pixels, u32 env) {
     if (!(logs[env].flags & LINES_REDRAW)) return;
     Nes n;
     u8* prg_ram = nes_convert(&n.st, snapshot + (u64)env * stride, packing, false);
-    nes_init(n, prg, chr);
+    nes_init(n, prg, code, chr);
     n.prg_ram = prg_ram;
     n.st.pad_buttons[0] = actions[env];
     n.pixels = pixels + (u64)env * 256 * 240;
@@ -347,16 +347,16 @@ extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32) nesle_draw_lines(
 }
 
 // One thread an env: the frames nesle_draw_lines left, drawn by running them again.
-extern "C" __global__ void nesle_redraw(u8* snapshot, u32 stride, u32 packing, const u8* prg, const u8* chr,
+extern "C" __global__ void nesle_redraw(u8* snapshot, u32 stride, u32 packing, const u8* prg, const u32* code, const u8* chr,
                                         const u8* actions, const LineLog* logs, u8* pixels, u32 n_envs) {
     u32 env = blockIdx.x * blockDim.x + threadIdx.x;
-    if (env < n_envs) nes_redraw_env(snapshot, stride, packing, prg, chr, actions, logs, pixels, env);
+    if (env < n_envs) nes_redraw_env(snapshot, stride, packing, prg, code, chr, actions, logs, pixels, env);
 }
 #else
 // The host twins of nesle_draw_lines and nesle_redraw, one after the other; the lanes of an env
 // one after another. Returns the envs drawn line by line (the rest were redrawn).
 extern "C" u32 nesle_host_draw_lines(const u8* states, u8* snapshot, u32 stride, u32 packing, const u8* prg,
-                                     const u8* chr, const u8* actions, LineLog* logs, u8* pixels, u32 n_envs) {
+                                     const u32* code, const u8* chr, const u8* actions, LineLog* logs, u8* pixels, u32 n_envs) {
     static thread_local u64 masks[240];
     u32 drawn = 0;
     for (u32 env = 0; env < n_envs; env++) {
@@ -365,7 +365,7 @@ extern "C" u32 nesle_host_draw_lines(const u8* states, u8* snapshot, u32 stride,
         bool blank = false;
         if (!lines_check(log, packed, packing, blank)) {
             log.flags |= LINES_REDRAW;
-            nes_redraw_env(snapshot, stride, packing, prg, chr, actions, logs, pixels, env);
+            nes_redraw_env(snapshot, stride, packing, prg, code, chr, actions, logs, pixels, env);
             continue;
         }
         drawn++;

@@ -32,13 +32,13 @@ static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time")
 // permutation of the envs: thread slot t runs env order[t] (nes_step_slot). `ran` is null or
 // n_envs counts: each env's instructions in its last frame. `lines` is null or n_envs LineLogs:
 // the last frame's record for nesle_draw_lines.
-extern "C" __global__ void NESLE_STEP_BOUNDS nesle_step(u8* states, u32 stride, u32 packing, const u8* prg, const u8* chr,
+extern "C" __global__ void NESLE_STEP_BOUNDS nesle_step(u8* states, u32 stride, u32 packing, const u8* prg, const u32* code, const u8* chr,
                                       const u8* actions, u32 n_envs, u32 frames, u8* pixels, const u32* order,
                                       u32* ran, LineLog* lines) {
     // Grid-stride: the launch may have fewer threads than envs (launch.rs caps the blocks per SM).
     // Every thread of a block takes the same turns (the frames have block barriers inside).
     for (u32 base = blockIdx.x * blockDim.x; base < n_envs; base += gridDim.x * blockDim.x)
-        nes_step_slot(states, stride, packing, prg, chr, actions, order, base + threadIdx.x, n_envs, frames, pixels,
+        nes_step_slot(states, stride, packing, prg, code, chr, actions, order, base + threadIdx.x, n_envs, frames, pixels,
                       ran, lines);
 }
 

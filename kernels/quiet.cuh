@@ -101,7 +101,8 @@ __host__ __device__ constexpr u8 cpu_quiet_form(u8 mn, u8 mode, u8 access) {
     }
 }
 
-// Per opcode, one load: its quiet form (bits 0-3), its mode (bits 4-7) and mnemonic (bits 8-15).
+// Per opcode: its quiet form (bits 0-3), its mode (bits 4-7) and mnemonic (bits 8-15), the low
+// half of each code word (cpu_code_word).
 struct QuietOps {
     u16 op[256];
 };
@@ -116,6 +117,20 @@ __host__ __device__ constexpr QuietOps cpu_quiet_ops() {
 }
 
 __constant__ QuietOps NESLE_QUIET_OPS = cpu_quiet_ops();
+
+// The quiet path's fetch as one load (kernel-notes #138): for PRG ROM byte `i` (of `len`), the
+// quiet form, mode and mnemonic of the opcode it would be (NESLE_QUIET_OPS) in bits 0-15 and the
+// two bytes after it in bits 16-23 and 24-31 (0 past the ROM's end). The batch builds these once
+// (`nesle_host_code_words`) and keeps them beside the ROM, read-only like it. A branch's mode
+// (always relative) gives its 4 bits to the opcode's top 3, all that `cpu_branch_taken` reads of
+// the opcode. The two bytes are the ROM image's, which are what the CPU reads after the opcode
+// while it lies below the last two bytes of its 8 KiB bank: cpu_quiet_step checks that first.
+NESLE_FN u32 cpu_code_word(const u8* prg, u32 len, u32 i) {
+    u32 info = NESLE_QUIET_OPS.op[prg[i]];
+    if ((info & 15) == QF_BRANCH) info = (info & ~0xf0u) | (u32)(prg[i] >> 5) << 4;
+    u32 b1 = i + 1 < len ? prg[i + 1] : 0, b2 = i + 2 < len ? prg[i + 2] : 0;
+    return info | b1 << 16 | b2 << 24;
+}
 
 // Whether the quiet path may read `addr`: PRG ROM or RAM. Anything else (a register, whose read
 // can have side effects, or open bus) is left to the full path. The regions start on page
@@ -134,6 +149,15 @@ NESLE_FN u8 cpu_rom_byte(const u8* p) {
 // le16 for the quiet path's 32-bit values (#136): the address whose low byte is `lo`.
 NESLE_FN u32 cpu_quiet_le16(u32 lo, u32 hi) { return lo | hi << 8; }
 
+// A code word (cpu_code_word), read-only as the ROM is.
+NESLE_FN u32 cpu_code_load(const u32* p) {
+#ifdef __CUDA_ARCH__
+    return __ldg(p);
+#else
+    return *p;
+#endif
+}
+
 // A byte at an address cpu_quiet_addr allows.
 NESLE_FN u8 cpu_quiet_load(const Nes& n, u32 addr) {
     if (addr >= 0x8000) return cpu_rom_byte(n.prg_bank[(addr >> 13) & 3] + (addr & 0x1fff));
@@ -151,15 +175,14 @@ NESLE_FN u8 cpu_quiet_load(const Nes& n, u32 addr) {
 NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
     u32 pc = r.cpu_pc;
     if (pc < 0x8000 || (pc & 0x1fff) > 0x1ffd || r.bus_cycles + 7 >= until) return false;
-    const u8* code = n.prg_bank[(pc >> 13) & 3] + (pc & 0x1fff);
-    // The opcode and the two bytes after it, loaded together (reading a byte the instruction
-    // does not use changes nothing). Every instruction reads the first of them on its second
-    // cycle, as operand or dummy read.
-    u32 opcode = cpu_rom_byte(code), b1 = cpu_rom_byte(code + 1), b2 = cpu_rom_byte(code + 2);
-    u32 info = NESLE_QUIET_OPS.op[opcode];
-    u32 form = info & 15, mode = (info >> 4) & 15;
-    u8 mn = (u8)(info >> 8);
+    // The opcode's decoding and the two bytes after it in one word (reading a byte the
+    // instruction does not use changes nothing). Every instruction reads the first of them on
+    // its second cycle, as operand or dummy read.
+    u32 word = cpu_code_load(n.code_bank[(pc >> 13) & 3] + (pc & 0x1fff));
+    u32 form = word & 15, mode = (word >> 4) & 15;
+    u8 mn = (u8)(word >> 8);
     if (form == QF_NONE) return false;
+    u32 b1 = (word >> 16) & 0xff, b2 = word >> 24;
     u8* ram = n.st.ram;
     u32 cycles = 2;
     // pc <= $FFFD here, so the next opcode's address below needs no wrap.
@@ -253,7 +276,7 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
                 // cpu_branch: the offset, then on a taken branch the dummy reads of the next
                 // opcode and, on a page crossing, of the un-carried target (the same page: ROM).
                 next += 1;
-                if (cpu_branch_taken(r.cpu_p, opcode)) {
+                if (cpu_branch_taken(r.cpu_p, mode << 5)) {  // the opcode's top 3 bits: cpu_code_word
                     u32 target = (next + (u32)(i32)(i8)b1) & 0xffff;
                     bus = b2;
                     cycles += 1;

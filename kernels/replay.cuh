@@ -26,26 +26,26 @@ NESLE_FN void ppu_replay(Nes& n, const PpuEvent* events, u32 count, u64 end) {
 // pictures and logged (the state goes on from there), and replayed from the log (into
 // `replayed`). Returns the events logged, or -1 when the log overflowed, -2 when the logged run
 // did not end in the reference's state.
-extern "C" i32 nesle_host_replay_check(FlatState* state, const u8* prg, const u8* chr, u8* reference, u8* replayed) {
+extern "C" i32 nesle_host_replay_check(FlatState* state, const u8* prg, const u32* code, const u8* chr, u8* reference, u8* replayed) {
     // Per thread: the tests run in parallel.
     static thread_local PpuEvent events[16384];
     FlatState start = *state;
     start.ppu_render_pixels = 1;
     Nes a;
     a.st = start;
-    nes_init(a, prg, chr);
+    nes_init(a, prg, code, chr);
     a.pixels = reference;
     nes_run_frame(a, true);
     PpuLog log{events, 0, 16384, false};
     Nes b;
     b.st = start;
     b.st.ppu_render_pixels = 0;
-    nes_init(b, prg, chr);
+    nes_init(b, prg, code, chr);
     b.log = &log;
     nes_run_frame(b, true);
     Nes r;
     r.st = start;
-    nes_init(r, prg, chr);
+    nes_init(r, prg, code, chr);
     r.pixels = replayed;
     ppu_replay(r, events, log.count, b.st.ppu_dot_clock);
 

@@ -87,6 +87,8 @@ pub struct Batch {
     actions: CudaSlice<u8>,
     pixels: Option<CudaSlice<u8>>,
     prg: CudaSlice<u8>,
+    /// The ROM's code words (kernels/quiet.cuh `cpu_code_word`), 4 bytes a PRG byte.
+    code: CudaSlice<u8>,
     chr: CudaSlice<u8>,
     bank: Option<(CudaSlice<u8>, usize)>,
     mask: CudaSlice<u8>,
@@ -189,7 +191,7 @@ impl Batch {
         let pair_count = if sorts { n_envs.next_power_of_two() } else { 0 };
         let draws_lines = config.pixels && config.draw_lines;
         let lines_per_env = if draws_lines { stride + LINE_LOG_BYTES } else { 0 };
-        let needed = n_envs * (per_env + lines_per_env) + pair_count * 8 + rom.prg.len() + rom.chr.len();
+        let needed = n_envs * (per_env + lines_per_env) + pair_count * 8 + rom.prg.len() * 5 + rom.chr.len(); // PRG and its code words
         let (free, _) = gpu.memory()?;
         // Leave 5% for the driver, the module and the kernel's local memory.
         if needed > free / 20 * 19 {
@@ -207,6 +209,9 @@ impl Batch {
         }
         let mut prg = gpu.alloc(rom.prg.len())?;
         gpu.upload(&rom.prg, &mut prg, 0)?;
+        let words: Vec<u8> = rom.code().iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut code = gpu.alloc(words.len())?;
+        gpu.upload(&words, &mut code, 0)?;
         let mut chr = gpu.alloc(rom.chr.len())?;
         gpu.upload(&rom.chr, &mut chr, 0)?;
         let pixels = if config.pixels { Some(gpu.alloc(n_envs * PIXELS_PER_ENV)?) } else { None };
@@ -225,7 +230,7 @@ impl Batch {
         let lines = if draws_lines { Some((gpu.alloc(n_envs * stride)?, gpu.alloc(n_envs * LINE_LOG_BYTES)?)) } else { None };
         let redrawn = gpu.stream.alloc_zeros::<u32>(1).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         gpu.synchronize()?;
-        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, chr, bank: None, mask, pick, gray_tables: None, order: None, ran, regroup_every: config.regroup_every, steps: 0, regroup_on_device: config.regroup_on_device, pairs, regroup_frames: sorts && config.regroup_frames, lines, redrawn, policy: LinesPolicy::default() })
+        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, code, chr, bank: None, mask, pick, gray_tables: None, order: None, ran, regroup_every: config.regroup_every, steps: 0, regroup_on_device: config.regroup_on_device, pairs, regroup_frames: sorts && config.regroup_frames, lines, redrawn, policy: LinesPolicy::default() })
     }
 
     pub fn n_envs(&self) -> usize {
@@ -324,8 +329,8 @@ impl Batch {
             // Drawn after the frame (BatchConfig::draw_lines): the states before it, the frame
             // run undrawn with its logs, then the line renderer.
             self.gpu.stream.memcpy_dtod(&self.states, snapshot).map_err(|e| Error::Cuda(format!("{e:?}")))?;
-            self.gpu.step(&mut self.states, self.packing, &self.prg, &self.chr, actions, self.n_envs, frames, None, order, &mut self.ran, Some(logs))?;
-            self.gpu.draw_lines(&self.states, snapshot, self.packing, &self.prg, &self.chr, actions, logs, pixels, &mut self.redrawn, self.n_envs)?;
+            self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, None, order, &mut self.ran, Some(logs))?;
+            self.gpu.draw_lines(&self.states, snapshot, self.packing, &self.prg, &self.code, &self.chr, actions, logs, pixels, &mut self.redrawn, self.n_envs)?;
             if self.policy.drawn() {
                 let mut count = [0u32];
                 self.gpu.stream.memcpy_dtoh(&self.redrawn, &mut count).map_err(|e| Error::Cuda(format!("{e:?}")))?;
@@ -338,7 +343,7 @@ impl Batch {
             self.policy.drawn();
         }
         let pixels = if draw { self.pixels.as_mut() } else { None };
-        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.chr, actions, self.n_envs, frames, pixels, order, &mut self.ran, None)
+        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, pixels, order, &mut self.ran, None)
     }
 
     /// With [`BatchConfig::draw_lines`]: how the drawn steps so far were drawn ([`LinesPolicy`]).

@@ -14,6 +14,7 @@ extern "C" {
         stride: u32,
         packing: u32,
         prg: *const u8,
+        code: *const u32,
         chr: *const u8,
         actions: *const u8,
         n_envs: u32,
@@ -29,20 +30,22 @@ extern "C" {
         stride: u32,
         packing: u32,
         prg: *const u8,
+        code: *const u32,
         chr: *const u8,
         actions: *const u8,
         logs: *mut u8,
         pixels: *mut u8,
         n_envs: u32,
     ) -> u32;
+    fn nesle_host_code_words(prg: *const u8, len: u32, out: *mut u32);
     fn nesle_host_state_size() -> u32;
     #[cfg(test)]
     fn nesle_host_line_log_size() -> u32;
     fn nesle_host_gray84(pixels: *const u8, tables: *const GrayTables, out: *mut u8, n_envs: u32);
-    fn nesle_host_cpu_step(state: *mut FlatState, prg: *const u8, chr: *const u8);
-    fn nesle_host_ppu_run(state: *mut FlatState, prg: *const u8, chr: *const u8, dots: u32, one_by_one: u32, pixels: *mut u8);
-    fn nesle_host_status_bound(state: *const FlatState, prg: *const u8, chr: *const u8) -> u32;
-    fn nesle_host_replay_check(state: *mut FlatState, prg: *const u8, chr: *const u8, reference: *mut u8, replayed: *mut u8) -> i32;
+    fn nesle_host_cpu_step(state: *mut FlatState, prg: *const u8, code: *const u32, chr: *const u8);
+    fn nesle_host_ppu_run(state: *mut FlatState, prg: *const u8, code: *const u32, chr: *const u8, dots: u32, one_by_one: u32, pixels: *mut u8);
+    fn nesle_host_status_bound(state: *const FlatState, prg: *const u8, code: *const u32, chr: *const u8) -> u32;
+    fn nesle_host_replay_check(state: *mut FlatState, prg: *const u8, code: *const u32, chr: *const u8, reference: *mut u8, replayed: *mut u8) -> i32;
     #[cfg(test)]
     fn nesle_host_order(ran: *const u32, pairs: *mut u64, order: *mut u32, n: u32, padded: u32, tile: u32);
 }
@@ -119,6 +122,7 @@ pub(crate) fn host_step_lines(states: &mut [FlatState], rom: &RomImage, actions:
             packing.stride() as u32,
             packing.bits(),
             rom.prg.as_ptr(),
+            rom.code().as_ptr(),
             chr,
             actions.as_ptr(),
             logs.as_mut_ptr(),
@@ -171,6 +175,7 @@ fn host_step_packed(
             packing.stride() as u32,
             packing.bits(),
             rom.prg.as_ptr(),
+            rom.code().as_ptr(),
             chr,
             actions.as_ptr(),
             n as u32,
@@ -196,6 +201,15 @@ pub(crate) fn host_gray84(pixels: &[u8], tables: &GrayTables, out: &mut [u8]) {
     unsafe { nesle_host_gray84(pixels.as_ptr(), tables, out.as_mut_ptr(), n as u32) }
 }
 
+/// The code words of a PRG ROM image (kernels/quiet.cuh `cpu_code_word`), one per byte.
+pub(crate) fn code_words(prg: &[u8]) -> Vec<u32> {
+    let mut out = vec![0u32; prg.len()];
+    // SAFETY: `prg` holds `prg.len()` bytes and `out` as many words, the ranges the C++ code
+    // reads and writes; it keeps no pointer. PRG ROM images are at most a few MiB (u32 length).
+    unsafe { nesle_host_code_words(prg.as_ptr(), prg.len() as u32, out.as_mut_ptr()) };
+    out
+}
+
 pub(crate) fn host_state_size() -> usize {
     // SAFETY: a pure function of no arguments returning sizeof(FlatState).
     unsafe { nesle_host_state_size() as usize }
@@ -205,7 +219,7 @@ pub(crate) fn host_state_size() -> usize {
 pub(crate) fn host_cpu_step(state: &mut FlatState, rom: &RomImage) {
     let chr = host_chr(rom);
     // SAFETY: as in `host_step`, for one state; the caller checked it belongs to `rom`.
-    unsafe { nesle_host_cpu_step(state, rom.prg.as_ptr(), chr) }
+    unsafe { nesle_host_cpu_step(state, rom.prg.as_ptr(), rom.code().as_ptr(), chr) }
 }
 
 /// `dots` PPU dots of one console through the host build's catch-up (`ppu_run`) or, with
@@ -221,7 +235,7 @@ pub(crate) fn host_ppu_run(state: &mut FlatState, rom: &RomImage, dots: u32, one
     };
     // SAFETY: as in `host_step`, for one unpacked state (the caller checked it belongs to
     // `rom`); `pixels` is null or one 256x240 picture, the only range the C++ code writes.
-    unsafe { nesle_host_ppu_run(state, rom.prg.as_ptr(), chr, dots, one_by_one as u32, px) }
+    unsafe { nesle_host_ppu_run(state, rom.prg.as_ptr(), rom.code().as_ptr(), chr, dots, one_by_one as u32, px) }
 }
 
 /// The host build of the device's regrouping sort (kernels/order.cuh), with the device's
@@ -249,7 +263,7 @@ pub(crate) fn host_replay_check(state: &mut FlatState, rom: &RomImage, reference
     let chr = host_chr(rom);
     // SAFETY: one unpacked state of this ROM (the caller's), two 256x240 pictures; the C++ code
     // keeps no pointer.
-    unsafe { nesle_host_replay_check(state, rom.prg.as_ptr(), chr, reference.as_mut_ptr(), replayed.as_mut_ptr()) }
+    unsafe { nesle_host_replay_check(state, rom.prg.as_ptr(), rom.code().as_ptr(), chr, reference.as_mut_ptr(), replayed.as_mut_ptr()) }
 }
 
 /// The host build's `ppu_dots_to_status_change` for one console.
@@ -257,7 +271,7 @@ pub(crate) fn host_status_bound(state: &FlatState, rom: &RomImage) -> u32 {
     let chr = host_chr(rom);
     // SAFETY: as in `host_step`, for one unpacked state (the caller checked it belongs to
     // `rom`); the C++ code reads a copy of it and writes nothing.
-    unsafe { nesle_host_status_bound(state, rom.prg.as_ptr(), chr) }
+    unsafe { nesle_host_status_bound(state, rom.prg.as_ptr(), rom.code().as_ptr(), chr) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -676,6 +690,7 @@ impl Gpu {
         states: &mut CudaSlice<u8>,
         packing: Packing,
         prg: &CudaSlice<u8>,
+        code: &CudaSlice<u8>,
         chr: &CudaSlice<u8>,
         actions: &CudaSlice<u8>,
         n_envs: usize,
@@ -703,7 +718,7 @@ impl Gpu {
         let (n, stride, bits) = (n_envs as u32, packing.stride() as u32, packing.bits());
         let null: u64 = 0;
         let mut b = self.stream.launch_builder(&self.step);
-        b.arg(states).arg(&stride).arg(&bits).arg(prg).arg(chr).arg(actions).arg(&n).arg(&frames);
+        b.arg(states).arg(&stride).arg(&bits).arg(prg).arg(code).arg(chr).arg(actions).arg(&n).arg(&frames);
         match pixels {
             Some(p) => b.arg(p),
             None => b.arg(&null),
@@ -718,14 +733,16 @@ impl Gpu {
             None => b.arg(&null),
         };
         // SAFETY: the argument list matches `nesle_step` in kernels/nesle.cu: (u8*, u32, u32,
-        // const u8*, const u8*, const u8*, u32, u32, u8*, const u32*, u32*, LineLog*), with a
+        // const u8*, const u32*, const u8*, const u8*, u32, u32, u8*, const u32*, u32*,
+        // LineLog*), with a
         // null u64 standing for a null pixel, order or line-log pointer; `ran` holds n_envs
         // counts, `lines` n_envs LineLogs (checked). `order` holds a permutation of 0..n_envs (Batch
         // checks it before upload), so every env is stepped once, by one thread. Lengths were checked above: states holds n_envs states packed by
         // `packing` (packed.rs, the regions kernels/console.cuh's nes_convert copies; the
         // FlatState layout is pinned by the generated header), actions n_envs bytes, pixels
         // n_envs frames; every state was validated against this ROM before upload (Cart::load
-        // bounds its banking maps), so the kernel's PRG/CHR reads stay inside `prg`/`chr`.
+        // bounds its banking maps), so the kernel's PRG/CHR reads stay inside `prg`/`chr`, and
+        // its code-word reads inside `code`, which holds a word per PRG byte (Batch::new).
         // One thread per env touches only its own state and pixels (a thread may step several
         // envs in turn, never one env twice): no data race.
         unsafe { b.launch(step_grid(n_envs, step_block(n_envs, self.sms), self.sms, step_blocks_per_sm())) }
@@ -744,6 +761,7 @@ impl Gpu {
         snapshot: &mut CudaSlice<u8>,
         packing: Packing,
         prg: &CudaSlice<u8>,
+        code: &CudaSlice<u8>,
         chr: &CudaSlice<u8>,
         actions: &CudaSlice<u8>,
         lines: &mut CudaSlice<u8>,
@@ -771,9 +789,9 @@ impl Gpu {
         // its env's log and picture.
         unsafe { b.launch(warp_grid(n_envs)) }.map_err(cuda)?;
         let mut b = self.stream.launch_builder(&self.redraw);
-        b.arg(snapshot).arg(&stride).arg(&bits).arg(prg).arg(chr).arg(actions).arg(&*lines).arg(pixels).arg(&n);
-        // SAFETY: matches `nesle_redraw(u8*, u32, u32, const u8*, const u8*, const u8*, const
-        // LineLog*, u8*, u32)`; the snapshot holds n_envs states packed as `states` (a copy made
+        b.arg(snapshot).arg(&stride).arg(&bits).arg(prg).arg(code).arg(chr).arg(actions).arg(&*lines).arg(pixels).arg(&n);
+        // SAFETY: matches `nesle_redraw(u8*, u32, u32, const u8*, const u32*, const u8*, const
+        // u8*, const LineLog*, u8*, u32)` (`code` as in `step`); the snapshot holds n_envs states packed as `states` (a copy made
         // before the logged frame), lengths checked above. One thread per env touches only its
         // own snapshot and picture.
         unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;

@@ -11,6 +11,9 @@ pub struct RomImage {
     pub prg: Vec<u8>,
     /// CHR ROM; empty when the board has CHR RAM (which lives in each FlatState).
     pub chr: Vec<u8>,
+    /// One code word per PRG ROM byte (kernels/quiet.cuh `cpu_code_word`): the quiet path's
+    /// fetch, built once here for the host build and for the GPU's copy.
+    code: Vec<u32>,
     cart: Cart,
 }
 
@@ -21,7 +24,13 @@ impl RomImage {
         let prg = rom[at..at + h.prg_rom].to_vec();
         let chr = rom[at + h.prg_rom..at + h.prg_rom + h.chr_rom].to_vec();
         let cart = Cart::from_ines(rom)?;
-        Ok(RomImage { prg, chr, cart })
+        let code = crate::launch::code_words(&prg);
+        Ok(RomImage { prg, chr, code, cart })
+    }
+
+    /// The code words of `prg` (kernels/quiet.cuh `cpu_code_word`), one per byte.
+    pub(crate) fn code(&self) -> &[u32] {
+        &self.code
     }
 
     /// The state of a console just powered on with this ROM.
