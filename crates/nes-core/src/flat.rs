@@ -702,4 +702,18 @@ mod tests {
         f.cart_kind = 4;
         assert!(Console::from_flat(&f, c.cart()).is_err());
     }
+
+    #[test]
+    fn a_prg_window_is_a_whole_bank_or_the_state_is_refused() {
+        let c = Console::new(&test_rom()).unwrap();
+        let f = c.to_flat();
+        assert!(Console::from_flat(&f, c.cart()).is_ok());
+        // Inside the ROM, but not where any mapper can put a window.
+        let mut g = f;
+        g.cart_prg_map[1] -= 1;
+        assert!(Console::from_flat(&g, c.cart()).is_err());
+        let mut g = f;
+        g.cart_prg_map[3] = f.cart_prg_map[3] + 0x2000;
+        assert!(Console::from_flat(&g, c.cart()).is_err(), "past the ROM's end");
+    }
 }

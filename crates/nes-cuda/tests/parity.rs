@@ -290,6 +290,64 @@ fn the_quiet_path_rom_runs_identically() {
     }
 }
 
+/// A UxROM program (four 16 KiB banks; the last fixed at $C000) whose subroutine at $BFFD, in
+/// the switchable bank, ends with an instruction that runs on into the fixed bank: bank 0's
+/// `LDA $0200` at $BFFE takes its high byte from $C000, bank 1's `LDA #$02` at $BFFF its operand.
+/// In the ROM image the bytes after those are the next banks' first ($03, $44), which is what an
+/// instruction read as one run of ROM bytes would see: the kernels' code words (quiet.cuh
+/// `cpu_code_word`) must leave such an instruction to the full path. The loop switches banks
+/// each pass and keeps a sum of what the subroutines loaded.
+fn straddle_rom() -> Vec<u8> {
+    let mut prg = vec![0xeau8; 4 * 0x4000];
+    prg[0x3ffd..0x4000].copy_from_slice(&[0xea, 0xad, 0x00]); // bank 0: NOP, LDA $0200 (to $C000)
+    prg[0x7ffd..0x8000].copy_from_slice(&[0xea, 0xea, 0xa9]); // bank 1: NOP NOP, LDA #$02 (to $C000)
+    prg[0x4000] = 0x03; // the ROM image's byte after bank 0
+    prg[0x8000] = 0x44; // and after bank 1
+    #[rustfmt::skip]
+    let fixed: &[u8] = &[
+        0x02, 0x60,                   // $C000: the byte both end with; $C001: RTS
+        0x78, 0xd8, 0xa2, 0xff, 0x9a, // $C002: SEI CLD LDX #$FF TXS
+        0xa9, 0x11, 0x8d, 0x00, 0x02, // LDA #$11 STA $0200
+        0xa9, 0x22, 0x8d, 0x00, 0x03, // LDA #$22 STA $0300
+        0xa9, 0x80, 0x8d, 0x00, 0x20, // LDA #$80 STA $2000 (NMI on)
+        0xe6, 0x10,                   // $C016: INC $10
+        0xa5, 0x10, 0x29, 0x01, 0xa8, // LDA $10 AND #1 TAY
+        0xb9, 0x30, 0xc0,             // LDA $C030,Y
+        0x99, 0x30, 0xc0,             // STA $C030,Y (bank Y at $8000)
+        0x20, 0xfd, 0xbf,             // JSR $BFFD
+        0x99, 0x20, 0x00,             // STA $0020,Y (what it loaded)
+        0x65, 0x11, 0x85, 0x11,       // ADC $11 STA $11
+        0x4c, 0x16, 0xc0,             // JMP $C016
+        0x00, 0x01,                   // $C030: the banks
+        0x40,                         // $C032 NMI: RTI
+    ];
+    prg[0xc000..0xc000 + fixed.len()].copy_from_slice(fixed);
+    for (at, v) in [(0xfffa, 0xc032u16), (0xfffc, 0xc002), (0xfffe, 0xc032)] {
+        prg[at..at + 2].copy_from_slice(&v.to_le_bytes());
+    }
+    // iNES: 4 x 16 KiB PRG, CHR RAM, mapper 2.
+    let mut rom = vec![b'N', b'E', b'S', 0x1a, 4, 0, 0x20, 0];
+    rom.resize(16, 0);
+    rom.extend_from_slice(&prg);
+    rom
+}
+
+#[test]
+fn an_instruction_that_runs_into_a_window_of_another_bank_runs_identically() {
+    // The premise: nes-core loads what the fixed bank holds.
+    let rom = straddle_rom();
+    let mut c = Console::new(&rom).unwrap();
+    for _ in 0..3 {
+        c.run_frame();
+    }
+    let ram = c.ram();
+    assert_eq!(ram[0x20], 0x11, "bank 0's LDA $0200");
+    assert_eq!(ram[0x21], 0x02, "bank 1's LDA #$02");
+    if let Err(e) = run_parity("instructions across windows", &rom, 120, 1, &random_buttons) {
+        panic!("{e}");
+    }
+}
+
 
 /// An NROM program for the kernels' run of empty lines at once (`ppu_skip_empty_lines`), which
 /// may only start after a line with no sprite in range. Sprite 0 (Y = the frame count, so it
