@@ -545,7 +545,8 @@ impl Snapshot for Cart {
         self.mirroring = Mirroring::from_u8(r.u8()?).ok_or(StateError::BadField("cart.mirroring"))?;
         for m in &mut self.prg_map {
             *m = r.u32()?;
-            // Whole 8 KiB banks, as every mapper sets them (the GPU's code words rely on it).
+            // Whole 8 KiB banks, as every mapper sets them: any other offset is no state the
+            // console can be in.
             if *m % 0x2000 != 0 || *m as usize + 0x2000 > self.prg_rom.len() {
                 return Err(StateError::BadField("cart.prg_map"));
             }
