@@ -137,8 +137,10 @@ NESLE_FN u32 cpu_code_word(const u8* prg, u32 len, u32 i) {
 // boundaries, so an address's page tells its region.
 NESLE_FN bool cpu_quiet_addr(u32 addr) { return addr >= 0x8000 || addr < 0x2000; }
 
-// A PRG ROM byte: read-only for the whole launch, so through the read-only data cache.
-NESLE_FN u8 cpu_rom_byte(const u8* p) {
+// A PRG ROM byte or code word (cpu_code_word): read-only for the whole launch, so through the
+// read-only data cache.
+template <typename T>
+NESLE_FN T cpu_rom_load(const T* p) {
 #ifdef __CUDA_ARCH__
     return __ldg(p);
 #else
@@ -149,18 +151,9 @@ NESLE_FN u8 cpu_rom_byte(const u8* p) {
 // le16 for the quiet path's 32-bit values (#136): the address whose low byte is `lo`.
 NESLE_FN u32 cpu_quiet_le16(u32 lo, u32 hi) { return lo | hi << 8; }
 
-// A code word (cpu_code_word), read-only as the ROM is.
-NESLE_FN u32 cpu_code_load(const u32* p) {
-#ifdef __CUDA_ARCH__
-    return __ldg(p);
-#else
-    return *p;
-#endif
-}
-
 // A byte at an address cpu_quiet_addr allows.
 NESLE_FN u8 cpu_quiet_load(const Nes& n, u32 addr) {
-    if (addr >= 0x8000) return cpu_rom_byte(n.prg_bank[(addr >> 13) & 3] + (addr & 0x1fff));
+    if (addr >= 0x8000) return cpu_rom_load(n.prg_bank[(addr >> 13) & 3] + (addr & 0x1fff));
     return n.st.ram[addr & 0x7ff];
 }
 
@@ -178,7 +171,7 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
     // The opcode's decoding and the two bytes after it in one word (reading a byte the
     // instruction does not use changes nothing). Every instruction reads the first of them on
     // its second cycle, as operand or dummy read.
-    u32 word = cpu_code_load(n.code_bank[(pc >> 13) & 3] + (pc & 0x1fff));
+    u32 word = cpu_rom_load(n.code_bank[(pc >> 13) & 3] + (pc & 0x1fff));
     u32 form = word & 15, mode = (word >> 4) & 15;
     u8 mn = (u8)(word >> 8);
     if (form == QF_NONE) return false;
