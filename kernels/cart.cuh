@@ -27,6 +27,14 @@
 
 // --- mapper.rs helpers ---
 
+// Nes::prg_bank and Nes::code_bank, derived from `cart_prg_map` (nes_init, set_prg_8k).
+NESLE_FN void cart_prg_windows(Nes& n) {
+    for (int i = 0; i < 4; i++) {
+        n.prg_bank[i] = n.prg + n.st.cart_prg_map[i];
+        n.code_bank[i] = n.code + n.st.cart_prg_map[i];
+    }
+}
+
 NESLE_FN void set_prg_8k(Nes& n, u64 b0, u64 b1, u64 b2, u64 b3) {
     FlatState& s = n.st;
     u64 count = s.cart_prg_len / 0x2000u;
@@ -35,10 +43,7 @@ NESLE_FN void set_prg_8k(Nes& n, u64 b0, u64 b1, u64 b2, u64 b3) {
     s.cart_prg_map[1] = (u32)((b1 % count) * 0x2000u);
     s.cart_prg_map[2] = (u32)((b2 % count) * 0x2000u);
     s.cart_prg_map[3] = (u32)((b3 % count) * 0x2000u);
-    for (int i = 0; i < 4; i++) {
-        n.prg_bank[i] = n.prg + s.cart_prg_map[i];
-        n.code_bank[i] = n.code + s.cart_prg_map[i];
-    }
+    cart_prg_windows(n);
 }
 
 NESLE_FN void set_chr_1k(Nes& n, const u64 b[8]) {

@@ -36,10 +36,7 @@ NESLE_FN void nes_init(Nes& n, const u8* prg, const u32* code, const u8* chr) {
     n.apu_length_writes_pending = true;
     ppu_oam_caches_stale(n);  // Ppu::load
     n.settled = CPU_UNSETTLED;  // Cpu::load
-    for (int i = 0; i < 4; i++) {
-        n.prg_bank[i] = prg + state->cart_prg_map[i];
-        n.code_bank[i] = code + state->cart_prg_map[i];
-    }
+    cart_prg_windows(n);
     cpu_update_attention(n);
     bus_update_deadlines(n);
     bus_refresh_lines(n);

@@ -69,11 +69,11 @@ struct Nes {
     // (kernel-notes #81).
     u8 attention;
     // `prg + cart_prg_map[i]` for the four 8 KiB windows of $8000-$FFFF: a ROM byte's address
-    // in one load instead of two (kernel-notes #81). Derived: `nes_init` and `set_prg_8k` set it.
+    // in one load instead of two (kernel-notes #81). Derived: `cart_prg_windows` sets it.
     const u8* prg_bank[4];
     // The batch's code words (quiet.cuh `cpu_code_word`: one per PRG ROM byte) and the same four
     // windows into them, `code + cart_prg_map[i]`: the quiet path's fetch (kernel-notes #138).
-    // Derived: `nes_init` and `set_prg_8k` set them with `prg_bank`.
+    // Derived: `cart_prg_windows` sets them with `prg_bank`.
     const u32* code;
     const u32* code_bank[4];
     // Cpu::settled: `lines` of the last interrupt sample when another sample with the same

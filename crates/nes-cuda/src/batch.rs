@@ -191,7 +191,7 @@ impl Batch {
         let pair_count = if sorts { n_envs.next_power_of_two() } else { 0 };
         let draws_lines = config.pixels && config.draw_lines;
         let lines_per_env = if draws_lines { stride + LINE_LOG_BYTES } else { 0 };
-        let needed = n_envs * (per_env + lines_per_env) + pair_count * 8 + rom.prg.len() * 5 + rom.chr.len(); // PRG and its code words
+        let needed = n_envs * (per_env + lines_per_env) + pair_count * 8 + rom.prg.len() + rom.code().len() * 4 + rom.chr.len();
         let (free, _) = gpu.memory()?;
         // Leave 5% for the driver, the module and the kernel's local memory.
         if needed > free / 20 * 19 {

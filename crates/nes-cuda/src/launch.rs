@@ -414,11 +414,10 @@ fn compile_source(
     check_entry_points(dir)?;
     // The tree's state layout must be the library's too (its `generated/` headers could be
     // stale): appended, this fails the compile with the two sizes instead of corrupting states.
+    let size = host_state_size();
     let src = format!(
-        "{src}\nstatic_assert(sizeof(FlatState) == {}, \"NESLE_KERNEL_SOURCE: FlatState's size \
-         differs from this library's ({} bytes): the tree's state layout is another build's\");\n",
-        host_state_size(),
-        host_state_size()
+        "{src}\nstatic_assert(sizeof(FlatState) == {size}, \"NESLE_KERNEL_SOURCE: FlatState's size \
+         differs from this library's ({size} bytes): the tree's state layout is another build's\");\n"
     );
     // SAFETY: only tries to dlopen libnvrtc; cudarc would panic on first use without it.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
@@ -734,8 +733,7 @@ impl Gpu {
         };
         // SAFETY: the argument list matches `nesle_step` in kernels/nesle.cu: (u8*, u32, u32,
         // const u8*, const u32*, const u8*, const u8*, u32, u32, u8*, const u32*, u32*,
-        // LineLog*), with a
-        // null u64 standing for a null pixel, order or line-log pointer; `ran` holds n_envs
+        // LineLog*), with a null u64 standing for a null pixel, order or line-log pointer; `ran` holds n_envs
         // counts, `lines` n_envs LineLogs (checked). `order` holds a permutation of 0..n_envs (Batch
         // checks it before upload), so every env is stepped once, by one thread. Lengths were checked above: states holds n_envs states packed by
         // `packing` (packed.rs, the regions kernels/console.cuh's nes_convert copies; the
