@@ -31,7 +31,8 @@
 NESLE_FN void cart_prg_windows(Nes& n) {
     for (int i = 0; i < 4; i++) {
         n.prg_bank[i] = n.prg + n.st.cart_prg_map[i];
-        n.code_bank[i] = n.code + n.st.cart_prg_map[i];
+        n.code_bank[4 + i] = n.code + n.st.cart_prg_map[i];
+        n.code_bank[i] = n.code + n.st.cart_prg_len;  // the QF_NONE words
     }
 }
 

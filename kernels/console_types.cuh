@@ -71,11 +71,13 @@ struct Nes {
     // `prg + cart_prg_map[i]` for the four 8 KiB windows of $8000-$FFFF: a ROM byte's address
     // in one load instead of two (kernel-notes #81). Derived: `cart_prg_windows` sets it.
     const u8* prg_bank[4];
-    // The batch's code words (quiet.cuh `cpu_code_word`: one per PRG ROM byte) and the same four
-    // windows into them, `code + cart_prg_map[i]`: the quiet path's fetch (kernel-notes #138).
-    // Derived: `cart_prg_windows` sets them with `prg_bank`.
+    // The batch's code words (quiet.cuh `cpu_code_word`: one per PRG ROM byte, then a window's
+    // worth of QF_NONE words) and the quiet path's fetch through them, by the address's top 3
+    // bits (kernel-notes #138, #143): `code_bank[4 + i]` is `code + cart_prg_map[i]`, as
+    // `prg_bank[i]`; `code_bank[0..3]`, the addresses below $8000, all point at the QF_NONE
+    // words, so the fetch needs no test of PC first. Derived: `cart_prg_windows` sets them.
     const u32* code;
-    const u32* code_bank[4];
+    const u32* code_bank[8];
     // Cpu::settled: `lines` of the last interrupt sample when another sample with the same
     // lines would change nothing (the pipeline has settled), else CPU_UNSETTLED; a cycle then
     // skips the sample's stores (nes-core perf-notes #30, #31). The sample also reads P's I

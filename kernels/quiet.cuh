@@ -56,12 +56,14 @@ NESLE_FN void cpu_regs_store(Nes& n, const CpuRegs& r) {
     s.bus_open_bus = r.bus_open_bus;
 }
 
-// The cycle before which quiet instructions may end, or 0 (none may run) while something needs
+// The cycle from which no quiet instruction may start: 7 cycles (the longest) before the next
+// deadline, so that the instruction ends before it; or 0 (none may run) while something needs
 // the full path at the next instruction: an interrupt or reset to take, a fault, a pipeline not
 // settled on the lines as they are (so a sample would change it), or decimal arithmetic on.
 // Nothing the quiet path does changes any of these, so this holds until the next full step.
 NESLE_FN u64 nes_quiet_until(const Nes& n) {
-    return n.attention == 0 && n.settled == n.lines && !n.st.cpu_decimal_mode ? n.deadline : 0;
+    bool calm = n.attention == 0 && n.settled == n.lines && !n.st.cpu_decimal_mode;
+    return calm && n.deadline > 7 ? n.deadline - 7 : 0;
 }
 
 // How cpu_quiet_step runs an opcode: its quiet form, or QF_NONE for the full path. The forms
@@ -124,8 +126,12 @@ __constant__ QuietOps NESLE_QUIET_OPS = cpu_quiet_ops();
 // (`nesle_host_code_words`) and keeps them beside the ROM, read-only like it. A branch's mode
 // (always relative) gives its 4 bits to the opcode's top 3, all that `cpu_branch_taken` reads of
 // the opcode. The two bytes are the ROM image's, which are what the CPU reads after the opcode
-// while it lies below the last two bytes of its 8 KiB bank: cpu_quiet_step checks that first.
+// while it lies below the last two bytes of its 8 KiB bank (the windows hold whole banks,
+// `cart_prg_map` being a multiple of 8 KiB, which nes-core requires of a state); an opcode in
+// those two bytes may run on into the next window, which need not hold the next bank, so their
+// words say QF_NONE (the full path) and cpu_quiet_step need not test PC's place in its window.
 NESLE_FN u32 cpu_code_word(const u8* prg, u32 len, u32 i) {
+    if ((i & 0x1fff) >= 0x1ffe) return QF_NONE;
     u32 info = NESLE_QUIET_OPS.op[prg[i]];
     if ((info & 15) == QF_BRANCH) info = (info & ~0xf0u) | (u32)(prg[i] >> 5) << 4;
     u32 b1 = i + 1 < len ? prg[i + 1] : 0, b2 = i + 2 < len ? prg[i + 2] : 0;
@@ -158,27 +164,29 @@ NESLE_FN u8 cpu_quiet_load(const Nes& n, u32 addr) {
 }
 
 // One instruction on the quiet path: runs it on `r` and returns true, or returns false having
-// changed nothing when it is not quiet. Quiet: its form is not QF_NONE, its bytes lie in one
-// 8 KiB bank of PRG ROM, its last cycle (at most 7) ends before `until` (`nes_quiet_until`),
-// it reads only RAM and PRG ROM (dummy reads included) and writes only RAM. The cycles are
+// changed nothing when it is not quiet. Quiet: it starts before `until` (`nes_quiet_until`, so
+// its last cycle, at most 7 later, ends before the deadline), its code word's form is not
+// QF_NONE (so it lies in PRG ROM, its bytes in one 8 KiB bank: cpu_code_word), it reads only RAM
+// and PRG ROM (dummy reads included) and writes only RAM. The cycles are
 // those of cpu_execute, access for access: every read and write moves the clock by one and
 // leaves its byte on the data bus; the interrupt samples are no-ops. Every address is checked
 // before `r` or RAM changes: up to there the instruction has only read RAM or ROM, which
 // changes nothing.
 NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
     u32 pc = r.cpu_pc;
-    if (pc < 0x8000 || (pc & 0x1fff) > 0x1ffd || r.bus_cycles + 7 >= until) return false;
+    if (r.bus_cycles >= until) return false;
     // The opcode's decoding and the two bytes after it in one word (reading a byte the
     // instruction does not use changes nothing). Every instruction reads the first of them on
-    // its second cycle, as operand or dummy read.
-    u32 word = cpu_rom_load(n.code_bank[(pc >> 13) & 3] + (pc & 0x1fff));
+    // its second cycle, as operand or dummy read. Below $8000 the word is QF_NONE.
+    u32 word = cpu_rom_load(n.code_bank[pc >> 13] + (pc & 0x1fff));
     u32 form = word & 15, mode = (word >> 4) & 15;
     u8 mn = (u8)(word >> 8);
     if (form == QF_NONE) return false;
     u32 b1 = (word >> 16) & 0xff, b2 = word >> 24;
     u8* ram = n.st.ram;
     u32 cycles = 2;
-    // pc <= $FFFD here, so the next opcode's address below needs no wrap.
+    // pc <= $FFFD here (a window's last two bytes have QF_NONE words), so the next opcode's
+    // address below needs no wrap.
     u32 bus = b1;
     u32 next = pc + 1;
     if (form <= QF_MODIFY_A) {

@@ -201,9 +201,11 @@ pub(crate) fn host_gray84(pixels: &[u8], tables: &GrayTables, out: &mut [u8]) {
     unsafe { nesle_host_gray84(pixels.as_ptr(), tables, out.as_mut_ptr(), n as u32) }
 }
 
-/// The code words of a PRG ROM image (kernels/quiet.cuh `cpu_code_word`), one per byte.
+/// The code words of a PRG ROM image (kernels/quiet.cuh `cpu_code_word`), one per byte, then
+/// 8 KiB of QF_NONE words (0), where the kernels' fetch looks for an address below $8000
+/// (console_types.cuh `Nes::code_bank`).
 pub(crate) fn code_words(prg: &[u8]) -> Vec<u32> {
-    let mut out = vec![0u32; prg.len()];
+    let mut out = vec![0u32; prg.len() + 0x2000];
     // SAFETY: `prg` holds `prg.len()` bytes and `out` as many words, the ranges the C++ code
     // reads and writes; it keeps no pointer. PRG ROM images are at most a few MiB (u32 length).
     unsafe { nesle_host_code_words(prg.as_ptr(), prg.len() as u32, out.as_mut_ptr()) };

@@ -28,7 +28,8 @@ impl RomImage {
         Ok(RomImage { prg, chr, code, cart })
     }
 
-    /// The code words of `prg` (kernels/quiet.cuh `cpu_code_word`), one per byte.
+    /// The code words of `prg` (kernels/quiet.cuh `cpu_code_word`), one per byte, then 8 KiB
+    /// of QF_NONE words (`launch::code_words`).
     pub(crate) fn code(&self) -> &[u32] {
         &self.code
     }
