@@ -33,6 +33,9 @@ fn main() {
     // indirect, absolute, relative.
     let mut class = [0u64; 5];
     let mut operand = [0u64; 3];
+    // The read, write and read-modify-write instructions with a memory operand, by mode (ZP,
+    // ZPX, ZPY, ABS, ABX, ABY, IZX, IZY): how often each of the quiet step's address paths runs.
+    let mut by_mode = [0u64; 8];
     let mut total = 0u64;
     // Quiet instructions, and of them those in runs of at least 8 and 32; the current run.
     let (mut quiet, mut in_8, mut in_32, mut run) = (0u64, 0u64, 0u64, 0u64);
@@ -78,6 +81,12 @@ fn main() {
                 (Access::Modify, _) => 3,
                 (Access::Other, _) => 4,
             }] += 1;
+            if op.mn.access() != Access::Other {
+                let m = [Mode::Zp, Mode::Zpx, Mode::Zpy, Mode::Abs, Mode::Abx, Mode::Aby, Mode::Izx, Mode::Izy];
+                if let Some(i) = m.iter().position(|&x| x == op.mode) {
+                    by_mode[i] += 1;
+                }
+            }
             match op.mode {
                 Mode::Zp | Mode::Zpx | Mode::Zpy | Mode::Izx | Mode::Izy => operand[0] += 1,
                 Mode::Abs | Mode::Abx | Mode::Aby if op.mn.access() != Access::Other => operand[1] += 1,
@@ -102,6 +111,17 @@ fn main() {
         pct(operand[0]),
         pct(operand[1]),
         pct(operand[2])
+    );
+    println!(
+        "memory operands of reads, writes and read-modify-writes by mode: ZP {:.1}%, ZPX {:.1}%, ZPY {:.1}%, ABS {:.1}%, ABX {:.1}%, ABY {:.1}%, IZX {:.1}%, IZY {:.1}%",
+        pct(by_mode[0]),
+        pct(by_mode[1]),
+        pct(by_mode[2]),
+        pct(by_mode[3]),
+        pct(by_mode[4]),
+        pct(by_mode[5]),
+        pct(by_mode[6]),
+        pct(by_mode[7])
     );
     println!(
         "quiet (operand in RAM or PRG ROM, I flag untouched) {:.1}%, in quiet runs of 8 or more {:.1}%, of 32 or more {:.1}%",
