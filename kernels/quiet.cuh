@@ -194,7 +194,19 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
         u32 addr = 0;
         if (mode == MODE_IMM) {
             next += 1;
-        } else if (mode >= MODE_ZP) {
+        } else if (mode == MODE_ZP || mode == MODE_ABS) {
+            // The direct modes (over half of SMB's memory operands, kernel-notes #144) ahead of
+            // cpu_address's switch: the operand's one or two bytes are the address.
+            bool absolute = mode == MODE_ABS;
+            next += absolute ? 2 : 1;
+            addr = absolute ? cpu_quiet_le16(b1, b2) : b1;
+            if (absolute) {
+                bus = b2;
+                cycles += 1;
+                // The access itself: a read of RAM or ROM, or a write to RAM (zero page is RAM).
+                if (form == QF_READ ? !cpu_quiet_addr(addr) : addr >= 0x2000) return false;
+            }
+        } else if (mode > MODE_ZP) {
             // cpu_address: the operand's bytes, then the pointer or the dummy reads of the mode.
             next += 1;
             u32 base = 0;
@@ -202,7 +214,6 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
             bool indexed = false;
             addr = b1;
             switch (mode) {
-                case MODE_ZP: break;
                 case MODE_ZPX:
                 case MODE_ZPY:
                     bus = ram[b1];
@@ -226,13 +237,13 @@ NESLE_FN bool cpu_quiet_step(Nes& n, CpuRegs& r, u64 until) {
                     indexed = true;
                     break;
                 }
-                default:  // MODE_ABS, MODE_ABX, MODE_ABY
+                default:  // MODE_ABX, MODE_ABY
                     next += 1;
                     bus = b2;
                     cycles += 1;
                     base = cpu_quiet_le16(b1, b2);
                     addr = base;
-                    indexed = mode != MODE_ABS;
+                    indexed = true;
                     idx = mode == MODE_ABX ? r.cpu_x : r.cpu_y;
                     break;
             }
