@@ -37,6 +37,8 @@ fn main() {
     // ZPX, ZPY, ABS, ABX, ABY, IZX, IZY): how often each of the quiet step's address paths runs.
     let mut by_mode = [0u64; 8];
     let mut total = 0u64;
+    // The instructions that are not quiet, by why (LOUD).
+    let mut loud = [0u64; LOUD.len()];
     // Quiet instructions, and of them those in runs of at least 8 and 32; the current run.
     let (mut quiet, mut in_8, mut in_32, mut run) = (0u64, 0u64, 0u64, 0u64);
     let mut end_run = |run: &mut u64| {
@@ -58,6 +60,7 @@ fn main() {
             let pc = c.cpu.pc;
             let op = OPS[c.peek(pc) as usize];
             let calm = is_quiet(&c, op.mode, op.mn);
+            let why = if calm { None } else { Some(loud_reason(&c, op.mode, op.mn)) };
             c.step();
             if c.cpu.pc == pc {
                 repeats += 1;
@@ -73,6 +76,9 @@ fn main() {
                 run += 1;
             } else {
                 end_run(&mut run);
+            }
+            if let Some(w) = why {
+                loud[w] += 1;
             }
             class[match (op.mn.access(), op.mode) {
                 (Access::Read, Mode::Imm) => 0,
@@ -123,6 +129,8 @@ fn main() {
         pct(by_mode[6]),
         pct(by_mode[7])
     );
+    let named: Vec<String> = LOUD.iter().zip(loud).map(|(name, k)| format!("{name} {:.2}%", pct(k))).collect();
+    println!("not quiet, by why: {}", named.join(", "));
     println!(
         "quiet (operand in RAM or PRG ROM, I flag untouched) {:.1}%, in quiet runs of 8 or more {:.1}%, of 32 or more {:.1}%",
         pct(quiet),
@@ -152,4 +160,44 @@ fn is_quiet(c: &nes_core::Console, mode: Mode, mn: Mn) -> bool {
         Mode::Ind => return false,
     };
     at < 0x2000 || at >= 0x8000
+}
+
+/// Why an instruction is not quiet (`loud_reason`), as printed.
+const LOUD: [&str; 7] = [
+    "interrupt flag or stack of RTI/PLP/BRK",
+    "PPU registers ($2000-$3FFF)",
+    "APU or I/O write ($4000-$4017, not $4014)",
+    "OAM DMA ($4014)",
+    "I/O read ($4000-$4017: the pads, $4015)",
+    "cartridge space ($4018-$7FFF)",
+    "JMP indirect",
+];
+
+/// The index in LOUD of why the instruction at the CPU's PC, which `is_quiet` refuses, is not
+/// quiet.
+fn loud_reason(c: &nes_core::Console, mode: Mode, mn: Mn) -> usize {
+    if matches!(mn, Mn::BRK | Mn::RTI | Mn::CLI | Mn::SEI | Mn::PLP) {
+        return 0;
+    }
+    if mode == Mode::Ind {
+        return 6;
+    }
+    let pc = c.cpu.pc;
+    let lo = c.peek(pc.wrapping_add(1));
+    let word = u16::from_le_bytes([lo, c.peek(pc.wrapping_add(2))]);
+    let pointer = |zp: u8| u16::from_le_bytes([c.peek(zp as u16), c.peek(zp.wrapping_add(1) as u16)]);
+    let at = match mode {
+        Mode::Izx => pointer(lo.wrapping_add(c.cpu.x)),
+        Mode::Abx => word.wrapping_add(c.cpu.x as u16),
+        Mode::Aby => word.wrapping_add(c.cpu.y as u16),
+        Mode::Izy => pointer(lo).wrapping_add(c.cpu.y as u16),
+        _ => word,
+    };
+    match at {
+        0x2000..=0x3fff => 1,
+        0x4014 => 3,
+        0x4000..=0x4017 if mn.access() == Access::Write => 2,
+        0x4000..=0x4017 => 4,
+        _ => 5,
+    }
 }
