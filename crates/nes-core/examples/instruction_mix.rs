@@ -6,8 +6,10 @@
 //! whose operand lies in RAM or PRG ROM and that leave the interrupt flag alone (`quiet`), the
 //! stretches a path with the CPU's registers and clock in registers could run without the bus's
 //! per-cycle tests (kernel-notes, "What the slowest warps run"); a page-crossing dummy read and
-//! the deadlines are not modelled. A host count, not a GPU measurement: like the kernel, an idle
-//! loop's repeats (a `JMP` to itself) count once a frame.
+//! the deadlines are not modelled. It prints the memory operands by addressing mode (the quiet
+//! step's address paths, kernel-notes #144) and, for the instructions that are not quiet, why
+//! (the PPU's registers, I/O, the interrupt flag...). A host count, not a GPU measurement: like
+//! the kernel, an idle loop's repeats (a `JMP` to itself) count once a frame.
 //!
 //! ```text
 //! cargo run --release -p nes-core --example instruction_mix -- [FRAMES]
@@ -35,7 +37,7 @@ fn main() {
     let mut operand = [0u64; 3];
     // The read, write and read-modify-write instructions with a memory operand, by mode (ZP,
     // ZPX, ZPY, ABS, ABX, ABY, IZX, IZY): how often each of the quiet step's address paths runs.
-    let mut by_mode = [0u64; 8];
+    let mut by_mode = [0u64; MEMORY_MODES.len()];
     let mut total = 0u64;
     // The instructions that are not quiet, by why (LOUD).
     let mut loud = [0u64; LOUD.len()];
@@ -88,8 +90,7 @@ fn main() {
                 (Access::Other, _) => 4,
             }] += 1;
             if op.mn.access() != Access::Other {
-                let m = [Mode::Zp, Mode::Zpx, Mode::Zpy, Mode::Abs, Mode::Abx, Mode::Aby, Mode::Izx, Mode::Izy];
-                if let Some(i) = m.iter().position(|&x| x == op.mode) {
+                if let Some(i) = MEMORY_MODES.iter().position(|&x| x == op.mode) {
                     by_mode[i] += 1;
                 }
             }
@@ -118,17 +119,8 @@ fn main() {
         pct(operand[1]),
         pct(operand[2])
     );
-    println!(
-        "memory operands of reads, writes and read-modify-writes by mode: ZP {:.1}%, ZPX {:.1}%, ZPY {:.1}%, ABS {:.1}%, ABX {:.1}%, ABY {:.1}%, IZX {:.1}%, IZY {:.1}%",
-        pct(by_mode[0]),
-        pct(by_mode[1]),
-        pct(by_mode[2]),
-        pct(by_mode[3]),
-        pct(by_mode[4]),
-        pct(by_mode[5]),
-        pct(by_mode[6]),
-        pct(by_mode[7])
-    );
+    let modes: Vec<String> = MEMORY_MODES.iter().zip(by_mode).map(|(m, k)| format!("{m:?} {:.1}%", pct(k))).collect();
+    println!("memory operands of reads, writes and read-modify-writes by mode: {}", modes.join(", "));
     let named: Vec<String> = LOUD.iter().zip(loud).map(|(name, k)| format!("{name} {:.2}%", pct(k))).collect();
     println!("not quiet, by why: {}", named.join(", "));
     println!(
@@ -139,27 +131,45 @@ fn main() {
     );
 }
 
-/// Whether the instruction at the CPU's PC, of `mode` and `mn`, reads or writes only RAM
-/// ($0000-$1FFF) and PRG ROM ($8000-$FFFF) and leaves the interrupt flag as it is.
-fn is_quiet(c: &nes_core::Console, mode: Mode, mn: Mn) -> bool {
-    if matches!(mn, Mn::BRK | Mn::RTI | Mn::CLI | Mn::SEI | Mn::PLP) {
-        return false;
-    }
+/// The modes with a memory operand, as counted by mode.
+const MEMORY_MODES: [Mode; 8] = [Mode::Zp, Mode::Zpx, Mode::Zpy, Mode::Abs, Mode::Abx, Mode::Aby, Mode::Izx, Mode::Izy];
+
+/// Whether `mn` changes the interrupt flag or pulls it (RTI, PLP) or is BRK.
+fn touches_i(mn: Mn) -> bool {
+    matches!(mn, Mn::BRK | Mn::RTI | Mn::CLI | Mn::SEI | Mn::PLP)
+}
+
+/// The address the instruction at the CPU's PC reads or writes through an absolute, indexed or
+/// indirect operand of `mode` (for other modes, the operand's two bytes).
+fn operand_address(c: &nes_core::Console, mode: Mode) -> u16 {
     let pc = c.cpu.pc;
     let lo = c.peek(pc.wrapping_add(1));
     let word = u16::from_le_bytes([lo, c.peek(pc.wrapping_add(2))]);
     let pointer = |zp: u8| u16::from_le_bytes([c.peek(zp as u16), c.peek(zp.wrapping_add(1) as u16)]);
-    let at = match mode {
-        Mode::Imp | Mode::Acc | Mode::Imm | Mode::Rel | Mode::Zp | Mode::Zpx | Mode::Zpy => return true,
-        Mode::Abs if matches!(mn, Mn::JMP | Mn::JSR) => return true,
+    match mode {
         Mode::Izx => pointer(lo.wrapping_add(c.cpu.x)),
-        Mode::Abs => word,
         Mode::Abx => word.wrapping_add(c.cpu.x as u16),
         Mode::Aby => word.wrapping_add(c.cpu.y as u16),
         Mode::Izy => pointer(lo).wrapping_add(c.cpu.y as u16),
-        Mode::Ind => return false,
-    };
-    at < 0x2000 || at >= 0x8000
+        _ => word,
+    }
+}
+
+/// Whether the instruction at the CPU's PC, of `mode` and `mn`, reads or writes only RAM
+/// ($0000-$1FFF) and PRG ROM ($8000-$FFFF) and leaves the interrupt flag as it is.
+fn is_quiet(c: &nes_core::Console, mode: Mode, mn: Mn) -> bool {
+    if touches_i(mn) {
+        return false;
+    }
+    match mode {
+        Mode::Imp | Mode::Acc | Mode::Imm | Mode::Rel | Mode::Zp | Mode::Zpx | Mode::Zpy => true,
+        Mode::Abs if matches!(mn, Mn::JMP | Mn::JSR) => true,
+        Mode::Ind => false,
+        _ => {
+            let at = operand_address(c, mode);
+            at < 0x2000 || at >= 0x8000
+        }
+    }
 }
 
 /// Why an instruction is not quiet (`loud_reason`), as printed.
@@ -176,24 +186,13 @@ const LOUD: [&str; 7] = [
 /// The index in LOUD of why the instruction at the CPU's PC, which `is_quiet` refuses, is not
 /// quiet.
 fn loud_reason(c: &nes_core::Console, mode: Mode, mn: Mn) -> usize {
-    if matches!(mn, Mn::BRK | Mn::RTI | Mn::CLI | Mn::SEI | Mn::PLP) {
+    if touches_i(mn) {
         return 0;
     }
     if mode == Mode::Ind {
         return 6;
     }
-    let pc = c.cpu.pc;
-    let lo = c.peek(pc.wrapping_add(1));
-    let word = u16::from_le_bytes([lo, c.peek(pc.wrapping_add(2))]);
-    let pointer = |zp: u8| u16::from_le_bytes([c.peek(zp as u16), c.peek(zp.wrapping_add(1) as u16)]);
-    let at = match mode {
-        Mode::Izx => pointer(lo.wrapping_add(c.cpu.x)),
-        Mode::Abx => word.wrapping_add(c.cpu.x as u16),
-        Mode::Aby => word.wrapping_add(c.cpu.y as u16),
-        Mode::Izy => pointer(lo).wrapping_add(c.cpu.y as u16),
-        _ => word,
-    };
-    match at {
+    match operand_address(c, mode) {
         0x2000..=0x3fff => 1,
         0x4014 => 3,
         0x4000..=0x4017 if mn.access() == Access::Write => 2,
