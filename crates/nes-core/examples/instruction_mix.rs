@@ -8,8 +8,9 @@
 //! per-cycle tests (kernel-notes, "What the slowest warps run"); a page-crossing dummy read and
 //! the deadlines are not modelled. It prints the memory operands by addressing mode (the quiet
 //! step's address paths, kernel-notes #144) and, for the instructions that are not quiet, why
-//! (the PPU's registers, I/O, the interrupt flag...). A host count, not a GPU measurement: like
-//! the kernel, an idle loop's repeats (a `JMP` to itself) count once a frame.
+//! (the PPU's registers, by register; I/O; the interrupt flag...). A host count, not a GPU
+//! measurement: like the kernel, an idle loop's repeats (a `JMP` to itself) count once a frame,
+//! but the sprite-0 wait, which the kernels skip in bulk, counts every pass.
 //!
 //! ```text
 //! cargo run --release -p nes-core --example instruction_mix -- [FRAMES]
@@ -41,6 +42,9 @@ fn main() {
     let mut total = 0u64;
     // The instructions that are not quiet, by why (LOUD).
     let mut loud = [0u64; LOUD.len()];
+    // The PPU register accesses among them, by register (reads 0-7, writes 8-15): outside and
+    // inside vertical blank (lines 241-260).
+    let mut ppu_regs = [[0u64; 2]; 16];
     // Quiet instructions, and of them those in runs of at least 8 and 32; the current run.
     let (mut quiet, mut in_8, mut in_32, mut run) = (0u64, 0u64, 0u64, 0u64);
     let mut end_run = |run: &mut u64| {
@@ -63,6 +67,9 @@ fn main() {
             let op = OPS[c.peek(pc) as usize];
             let calm = is_quiet(&c, op.mode, op.mn);
             let why = if calm { None } else { Some(loud_reason(&c, op.mode, op.mn)) };
+            // A PPU register access: the register (0-7), 8 more for a write.
+            let write = op.mn.access() != Access::Read;
+            let ppu_reg = (why == Some(1)).then(|| (operand_address(&c, op.mode) & 7) as usize + 8 * write as usize);
             c.step();
             if c.cpu.pc == pc {
                 repeats += 1;
@@ -81,6 +88,10 @@ fn main() {
             }
             if let Some(w) = why {
                 loud[w] += 1;
+            }
+            if let Some(r) = ppu_reg {
+                // The PPU was caught up to the access, so its line is the access's.
+                ppu_regs[r][(241..=260).contains(&c.bus.ppu.scanline) as usize] += 1;
             }
             class[match (op.mn.access(), op.mode) {
                 (Access::Read, Mode::Imm) => 0,
@@ -123,6 +134,15 @@ fn main() {
     println!("memory operands of reads, writes and read-modify-writes by mode: {}", modes.join(", "));
     let named: Vec<String> = LOUD.iter().zip(loud).map(|(name, k)| format!("{name} {:.2}%", pct(k))).collect();
     println!("not quiet, by why: {}", named.join(", "));
+    let regs: Vec<String> = (0..16)
+        .filter(|&r| ppu_regs[r] != [0, 0])
+        .map(|r| {
+            let [out, vbl] = ppu_regs[r];
+            let rw = if r < 8 { "read" } else { "write" };
+            format!("${:04X} {rw} {:.2}% ({:.2}% in vertical blank)", 0x2000 + (r & 7), pct(out + vbl), pct(vbl))
+        })
+        .collect();
+    println!("PPU register accesses: {}", regs.join(", "));
     println!(
         "quiet (operand in RAM or PRG ROM, I flag untouched) {:.1}%, in quiet runs of 8 or more {:.1}%, of 32 or more {:.1}%",
         pct(quiet),
