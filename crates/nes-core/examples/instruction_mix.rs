@@ -65,11 +65,11 @@ fn main() {
         while !c.bus.ppu.frame_complete {
             let pc = c.cpu.pc;
             let op = OPS[c.peek(pc) as usize];
-            let calm = is_quiet(&c, op.mode, op.mn);
-            let why = if calm { None } else { Some(loud_reason(&c, op.mode, op.mn)) };
+            let why = loud_reason(&c, op.mode, op.mn);
+            let calm = why.is_none();
             // A PPU register access: the register (0-7), 8 more for a write.
             let write = op.mn.access() != Access::Read;
-            let ppu_reg = (why == Some(1)).then(|| (operand_address(&c, op.mode) & 7) as usize + 8 * write as usize);
+            let ppu_reg = (why == Some(LOUD_PPU)).then(|| (operand_address(&c, op.mode) & 7) as usize + 8 * write as usize);
             c.step();
             if c.cpu.pc == pc {
                 repeats += 1;
@@ -154,11 +154,6 @@ fn main() {
 /// The modes with a memory operand, as counted by mode.
 const MEMORY_MODES: [Mode; 8] = [Mode::Zp, Mode::Zpx, Mode::Zpy, Mode::Abs, Mode::Abx, Mode::Aby, Mode::Izx, Mode::Izy];
 
-/// Whether `mn` changes the interrupt flag or pulls it (RTI, PLP) or is BRK.
-fn touches_i(mn: Mn) -> bool {
-    matches!(mn, Mn::BRK | Mn::RTI | Mn::CLI | Mn::SEI | Mn::PLP)
-}
-
 /// The address the instruction at the CPU's PC reads or writes through an absolute, indexed or
 /// indirect operand of `mode` (for other modes, the operand's two bytes).
 fn operand_address(c: &nes_core::Console, mode: Mode) -> u16 {
@@ -175,23 +170,6 @@ fn operand_address(c: &nes_core::Console, mode: Mode) -> u16 {
     }
 }
 
-/// Whether the instruction at the CPU's PC, of `mode` and `mn`, reads or writes only RAM
-/// ($0000-$1FFF) and PRG ROM ($8000-$FFFF) and leaves the interrupt flag as it is.
-fn is_quiet(c: &nes_core::Console, mode: Mode, mn: Mn) -> bool {
-    if touches_i(mn) {
-        return false;
-    }
-    match mode {
-        Mode::Imp | Mode::Acc | Mode::Imm | Mode::Rel | Mode::Zp | Mode::Zpx | Mode::Zpy => true,
-        Mode::Abs if matches!(mn, Mn::JMP | Mn::JSR) => true,
-        Mode::Ind => false,
-        _ => {
-            let at = operand_address(c, mode);
-            at < 0x2000 || at >= 0x8000
-        }
-    }
-}
-
 /// Why an instruction is not quiet (`loud_reason`), as printed.
 const LOUD: [&str; 7] = [
     "interrupt flag or stack of RTI/PLP/BRK",
@@ -203,20 +181,27 @@ const LOUD: [&str; 7] = [
     "JMP indirect",
 ];
 
-/// The index in LOUD of why the instruction at the CPU's PC, which `is_quiet` refuses, is not
-/// quiet.
-fn loud_reason(c: &nes_core::Console, mode: Mode, mn: Mn) -> usize {
-    if touches_i(mn) {
-        return 0;
+/// The index in LOUD of the PPU's registers.
+const LOUD_PPU: usize = 1;
+
+/// Why the instruction at the CPU's PC, of `mode` and `mn`, is not quiet (its index in LOUD), or
+/// None when it is: it reads or writes only RAM ($0000-$1FFF) and PRG ROM ($8000-$FFFF) and
+/// leaves the interrupt flag as it is.
+fn loud_reason(c: &nes_core::Console, mode: Mode, mn: Mn) -> Option<usize> {
+    if matches!(mn, Mn::BRK | Mn::RTI | Mn::CLI | Mn::SEI | Mn::PLP) {
+        return Some(0);
     }
-    if mode == Mode::Ind {
-        return 6;
-    }
-    match operand_address(c, mode) {
-        0x2000..=0x3fff => 1,
-        0x4014 => 3,
-        0x4000..=0x4017 if mn.access() == Access::Write => 2,
-        0x4000..=0x4017 => 4,
-        _ => 5,
+    match mode {
+        Mode::Imp | Mode::Acc | Mode::Imm | Mode::Rel | Mode::Zp | Mode::Zpx | Mode::Zpy => None,
+        Mode::Abs if matches!(mn, Mn::JMP | Mn::JSR) => None,
+        Mode::Ind => Some(6),
+        _ => match operand_address(c, mode) {
+            0x2000..=0x3fff => Some(LOUD_PPU),
+            0x4014 => Some(3),
+            0x4000..=0x4017 if mn.access() == Access::Write => Some(2),
+            0x4000..=0x4017 => Some(4),
+            0x4018..=0x7fff => Some(5),
+            _ => None,
+        },
     }
 }

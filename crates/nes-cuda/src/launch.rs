@@ -206,8 +206,9 @@ pub(crate) fn host_gray84(pixels: &[u8], tables: &GrayTables, out: &mut [u8]) {
 /// (console_types.cuh `Nes::code_bank`).
 pub(crate) fn code_words(prg: &[u8]) -> Vec<u32> {
     let mut out = vec![0u32; prg.len() + 0x2000];
-    // SAFETY: `prg` holds `prg.len()` bytes and `out` as many words, the ranges the C++ code
-    // reads and writes; it keeps no pointer. PRG ROM images are at most a few MiB (u32 length).
+    // SAFETY: `prg` holds `prg.len()` bytes and `out` more than as many words: the C++ code
+    // reads the bytes and writes the first `prg.len()` words (the rest stay QF_NONE); it keeps
+    // no pointer. PRG ROM images are at most a few MiB (u32 length).
     unsafe { nesle_host_code_words(prg.as_ptr(), prg.len() as u32, out.as_mut_ptr()) };
     out
 }
@@ -735,14 +736,16 @@ impl Gpu {
         };
         // SAFETY: the argument list matches `nesle_step` in kernels/nesle.cu: (u8*, u32, u32,
         // const u8*, const u32*, const u8*, const u8*, u32, u32, u8*, const u32*, u32*,
-        // LineLog*), with a null u64 standing for a null pixel, order or line-log pointer; `ran` holds n_envs
-        // counts, `lines` n_envs LineLogs (checked). `order` holds a permutation of 0..n_envs (Batch
-        // checks it before upload), so every env is stepped once, by one thread. Lengths were checked above: states holds n_envs states packed by
-        // `packing` (packed.rs, the regions kernels/console.cuh's nes_convert copies; the
-        // FlatState layout is pinned by the generated header), actions n_envs bytes, pixels
-        // n_envs frames; every state was validated against this ROM before upload (Cart::load
-        // bounds its banking maps), so the kernel's PRG/CHR reads stay inside `prg`/`chr`, and
-        // its code-word reads inside `code`, which holds a word per PRG byte (Batch::new).
+        // LineLog*), with a null u64 standing for a null pixel, order or line-log pointer; `ran`
+        // holds n_envs counts, `lines` n_envs LineLogs (checked). `order` holds a permutation of
+        // 0..n_envs (Batch checks it before upload), so every env is stepped once, by one thread.
+        // Lengths were checked above: states holds n_envs states packed by `packing` (packed.rs,
+        // the regions kernels/console.cuh's nes_convert copies; the FlatState layout is pinned by
+        // the generated header), actions n_envs bytes, pixels n_envs frames; every state was
+        // validated against this ROM before upload (Cart::load bounds its banking maps), so the
+        // kernel's PRG/CHR reads stay inside `prg`/`chr`, and its code-word reads inside `code`,
+        // which holds a word per PRG byte and then the 8 KiB of QF_NONE words that addresses
+        // below $8000 read (`code_words`, Batch::new).
         // One thread per env touches only its own state and pixels (a thread may step several
         // envs in turn, never one env twice): no data race.
         unsafe { b.launch(step_grid(n_envs, step_block(n_envs, self.sms), self.sms, step_blocks_per_sm())) }
