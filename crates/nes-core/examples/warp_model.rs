@@ -56,21 +56,30 @@ struct Slot {
 /// Runs one frame instruction by instruction and returns them, each idle or poll loop kept
 /// once (a trace that ends in two passes of the same 1- or 3-instruction loop drops the second).
 fn traced_frame(c: &mut Console) -> Vec<Slot> {
+    traced_frame_cycles(c).0
+}
+
+/// `traced_frame`, with the CPU cycle (from the frame's start) at which each kept slot begins.
+fn traced_frame_cycles(c: &mut Console) -> (Vec<Slot>, Vec<u64>) {
     let mut t: Vec<Slot> = Vec::new();
+    let mut at: Vec<u64> = Vec::new();
+    let start = c.bus.cycles;
     c.bus.ppu.frame_complete = false;
     while !c.bus.ppu.frame_complete {
         let pc = c.cpu.pc;
         t.push(Slot { pc, op: c.peek(pc), sp: c.cpu.s });
+        at.push(c.bus.cycles - start);
         c.step();
         for l in [1, 3] {
             let n = t.len();
             if n >= 2 * l && t[n - 2 * l..n - l] == t[n - l..] {
                 t.truncate(n - l);
+                at.truncate(n - l);
             }
         }
     }
     c.bus.ppu.frame_complete = false;
-    t
+    (t, at)
 }
 
 fn distinct_ops(ops: impl Iterator<Item = u8>) -> u64 {
@@ -157,6 +166,61 @@ fn spread_order(counts: &[u64]) -> Vec<usize> {
     }
     order.extend(next);
     order
+}
+
+/// The slowest warp's (stack, PC) vote rounds when the last `tail` warps' envs (the longest, in
+/// a count order) are spread over `tail + spare` warps, as evenly as they go: the batch's spare
+/// lanes (a launch's last block slots without an env) given to its slowest warps.
+fn tail_slowest(traces: &[Vec<Slot>], tail: usize, spare: usize) -> u64 {
+    let key = |s: &Slot| (s.sp as u32) << 16 | s.pc as u32;
+    let cut = traces.len().saturating_sub(tail * WARP);
+    let mut slowest = traces[..cut].chunks(WARP).map(|w| vote_cost(w, key)).max().unwrap_or(0);
+    let rest = &traces[cut..];
+    let groups = tail + spare;
+    let mut from = 0;
+    for g in 0..groups {
+        let to = rest.len() * (g + 1) / groups;
+        if to > from {
+            slowest = slowest.max(vote_cost(&rest[from..to], key));
+        }
+        from = to;
+    }
+    slowest
+}
+
+/// The kernel's frame in 12 parts of equal CPU time with a block barrier after each: a launch
+/// lasts, over its blocks of 16 warps, the longest sum over parts `from..to` of the block's
+/// slowest warp in that part (its (stack, PC) vote rounds over the envs' slots in the part).
+fn parts_cost(traces: &[Vec<Slot>], cycles: &[Vec<u64>], from: u64, to: u64) -> u64 {
+    let part = 29_781 / 12;
+    let block = 16 * WARP;
+    let mut worst = 0;
+    for (tb, cb) in traces.chunks(block).zip(cycles.chunks(block)) {
+        let mut sum = 0;
+        for p in from..to {
+            let (lo, hi) = (p * part, if p == 11 { u64::MAX } else { (p + 1) * part });
+            let slices: Vec<Vec<Slot>> = tb
+                .iter()
+                .zip(cb)
+                .map(|(t, c)| t[c.partition_point(|&x| x < lo)..c.partition_point(|&x| x < hi)].to_vec())
+                .collect();
+            sum += slices.chunks(WARP).map(|w| vote_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32)).max().unwrap_or(0);
+        }
+        worst = worst.max(sum);
+    }
+    worst
+}
+
+/// A frame cut in two launches after part `cut` of 12, the envs regrouped between them by `key`
+/// of their state at the cut (their trace and its index there): `parts_cost` of each launch.
+fn split_cost(traces: &[Vec<Slot>], cycles: &[Vec<u64>], cut: u64, key: impl Fn(&[Slot], usize) -> u64) -> (u64, u64) {
+    let at = cut * (29_781 / 12);
+    let first = parts_cost(traces, cycles, 0, cut);
+    let mut order: Vec<usize> = (0..traces.len()).collect();
+    order.sort_by_key(|&i| key(&traces[i], cycles[i].partition_point(|&x| x < at)));
+    let t2: Vec<Vec<Slot>> = order.iter().map(|&i| traces[i].clone()).collect();
+    let c2: Vec<Vec<u64>> = order.iter().map(|&i| cycles[i].clone()).collect();
+    (first, parts_cost(&t2, &c2, cut, 12))
 }
 
 /// `items` in `order` (a permutation of their indices).
@@ -251,7 +315,20 @@ fn main() {
                 }
                 (envs, steps_traces) = both.into_iter().unzip();
             }
-            let traces: Vec<Vec<Slot>> = envs.iter_mut().map(|(c, _, _)| traced_frame(c)).collect();
+            let (traces, cycles): (Vec<Vec<Slot>>, Vec<Vec<u64>>) = envs.iter_mut().map(|(c, _, _)| traced_frame_cycles(c)).unzip();
+            if regroup == "frame" && std::env::var_os("WARP_SPLIT").is_some() {
+                // One more launch a frame, cut at the end of part P of 12, the envs regrouped at
+                // the cut by their (stack, PC) or by their instructions so far.
+                let whole = parts_cost(&traces, &cycles, 0, 12);
+                let mut cells = Vec::new();
+                for p in [1u64, 2, 3, 4, 6] {
+                    let (a, b) = split_cost(&traces, &cycles, p, |t, i| t.get(i).map_or(u64::MAX, |s| (s.sp as u64) << 16 | s.pc as u64));
+                    let (_, d) = split_cost(&traces, &cycles, p, |_, i| i as u64);
+                    let (_, e) = split_cost(&traces, &cycles, p, |t, _| t.len() as u64);
+                    cells.push(format!("P{p}: {a} + pc {b} / so-far {d} / whole-count {e}"));
+                }
+                eprintln!("step {step} frame {f}: split: whole {whole}; {}", cells.join("; "));
+            }
             // The envs whose frame is over twice the mean's, by SMB's OperMode ($0770: 0 title,
             // 1 playing, 2 victory, 3 game over): the long frames that set a launch's length.
             let mean_len = traces.iter().map(|t| t.len()).sum::<usize>() as f64 / n as f64;
@@ -300,6 +377,14 @@ fn main() {
                 longest as f64 / mean_len
             );
             eprintln!("step {step} frame {f}: the slowest warp's envs' instructions {slowest_lens:?}");
+            if regroup == "frame" {
+                // The spare lanes of a launch whose blocks fill every SM (132 SMs for 128 full
+                // blocks: warps / 32 spare warps) given to the slowest warps.
+                let spare = (warps / 32).max(1);
+                let tails: Vec<String> =
+                    [0, 1, 2, 4, 8, 16].iter().filter(|&&t| t <= warps).map(|&t| format!("{t}:{}", tail_slowest(&traces, t, spare))).collect();
+                eprintln!("step {step} frame {f}: slowest warp with the last T warps over T + {spare} (T:rounds) {}", tails.join(" "));
+            }
             for w in traces.chunks(WARP) {
                 majority += majority_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32);
             }
