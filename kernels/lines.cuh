@@ -194,6 +194,42 @@ NESLE_FN void lines_tile(const LineScene& c, u16 vert, u16 hori, u32 k, u16 tabl
     hi = lines_chr(c, a + 8);
 }
 
+// Lane `lane`'s 8 pixels of one line (pixel x0 + i at bit 7 - i of the 8-bit strips), as
+// ppu_draw_pixel composes them: the background's strips `bgl`, `bgh` (fine X applied) with the
+// attributes `at0` and `at1` (`far`: the pixels in the second tile), over or under the sprites
+// (`claimed`: a sprite pixel shows, `behind`: under the background, `spx`: byte i its palette
+// index). `Changes`: a write inside the line changes fine X or PPUMASK from its dot on, so both
+// are taken per pixel from the log (`pe`, `pr` from `first`), else they hold for the line.
+template <bool Changes>
+NESLE_FN u64 lines_eight(const LineLog& log, const LineScene& c, u32 x0, u32 first, u32& pe, LineRegs& pr, u32 lo, u32 hi,
+                         u32 at0, u32 at1, u32 claimed, u32 behind, u64 spx) {
+    u32 fx = pr.x;
+    u32 bgl = (lo >> (8 - fx)) & 0xff, bgh = (hi >> (8 - fx)) & 0xff, far = 0xffu >> (8 - fx);
+    u64 out = 0;
+    for (u32 i = 0; i < 8; i++) {
+        u32 x = x0 + i, bit = 7 - i;
+        if (Changes) {
+            lines_apply(log, pe, pr, first + x);
+            u32 pos = i + pr.x;
+            bgl = ((lo >> (15 - pos)) & 1) << bit;
+            bgh = ((hi >> (15 - pos)) & 1) << bit;
+            far = (pos >= 8) << bit;
+        }
+        u8 mask = pr.mask;
+        u32 index = 0;
+        if ((mask & MASK_BG) && (x >= 8 || (mask & MASK_BG_LEFT))) {
+            u32 p = ((bgh >> bit) & 1) << 1 | ((bgl >> bit) & 1);
+            if (p != 0) index = (((far >> bit) & 1) ? at1 : at0) << 2 | p;
+        }
+        if ((mask & MASK_SPRITE) && (x >= 8 || (mask & MASK_SPRITE_LEFT)) && ((claimed >> bit) & 1) &&
+            (index == 0 || !((behind >> bit) & 1)))
+            index = (u32)(spx >> (8 * i)) & 0xff;
+        u8 grey = (mask & MASK_GREY) ? 0x30 : 0x3f;
+        out |= (u64)(c.palette[index] & grey) << (8 * i);
+    }
+    return out;
+}
+
 // Lane `lane`'s 8 pixels of every line (`masks` from lines_sprite_masks; `pixels` the env's
 // picture), as ppu_draw_pixel composes them.
 NESLE_FN void lines_draw(const LineLog& log, const LineScene& c, const u64* masks, u8* pixels, u32 lane) {
@@ -212,9 +248,10 @@ NESLE_FN void lines_draw(const LineLog& log, const LineScene& c, const u64* mask
         lines_tile(c, vert, hori, lane, bg_table, lo0, hi0, at0);
         lines_tile(c, vert, hori, lane + 1, bg_table, lo1, hi1, at1);
         u32 lo = lo0 << 8 | lo1, hi = hi0 << 8 | hi1;
-        // The sprites the line before picked, those over this lane's pixels fetched.
-        u32 n_spr = 0;
-        u32 spr_x[8], spr_attr[8], spr_lo[8], spr_hi[8];
+        // The sprites the line before picked, those over this lane's pixels fetched and laid
+        // over each other in OAM order: the first opaque pixel at a place is the one that shows.
+        u32 claimed = 0, behind = 0;
+        u64 spx = 0;
         u64 m = line > 0 ? masks[line - 1] : 0;
         for (u32 j = 0; j < 8 && m != 0; j++) {
             u32 k = lines_lowest_bit(m);
@@ -223,48 +260,29 @@ NESLE_FN void lines_draw(const LineLog& log, const LineScene& c, const u64* mask
             u32 sx = o[3];
             if (sx > x0 + 7 || x0 > sx + 7) continue;  // not over this lane (its place stays unused)
             u16 a = ppu_sprite_row_addr(log.ctrl, (u8)((u8)(line - 1) - o[0]), o[1], o[2], true);
-            u8 slo = lines_chr(c, a), shi = lines_chr(c, a + 8u);
+            u32 slo = lines_chr(c, a), shi = lines_chr(c, a + 8u);
             if (o[2] & 0x40) {
-                slo = reverse_bits8(slo);
-                shi = reverse_bits8(shi);
+                slo = reverse_bits8((u8)slo);
+                shi = reverse_bits8((u8)shi);
             }
-            spr_x[n_spr] = sx;
-            spr_attr[n_spr] = o[2];
-            spr_lo[n_spr] = slo;
-            spr_hi[n_spr] = shi;
-            n_spr++;
+            // Bit 7 - i: the sprite's pixel at x0 + i.
+            u32 al = sx >= x0 ? slo >> (sx - x0) : (slo << (x0 - sx)) & 0xff;
+            u32 ah = sx >= x0 ? shi >> (sx - x0) : (shi << (x0 - sx)) & 0xff;
+            u32 fresh = (al | ah) & ~claimed;
+            claimed |= fresh;
+            if (o[2] & 0x20) behind |= fresh;
+            u32 pal = 0x10 | (o[2] & 3) << 2;
+            for (; fresh != 0; fresh &= fresh - 1) {
+                u32 b = lines_lowest_bit(fresh);
+                spx |= (u64)(pal | ((ah >> b) & 1) << 1 | ((al >> b) & 1)) << (8 * (7 - b));
+            }
         }
         // A write inside the line changes fine X or PPUMASK from its dot on.
         bool changes = e < log.count && log.events[e].dot < first + 255;
         u32 pe = e;
         LineRegs pr = r;
-        u64 out = 0;
-        for (u32 i = 0; i < 8; i++) {
-            u32 x = x0 + i;
-            if (changes) lines_apply(log, pe, pr, first + x);
-            u8 mask = pr.mask;
-            u32 pos = i + pr.x;
-            u32 bg = 0;
-            if ((mask & MASK_BG) && (x >= 8 || (mask & MASK_BG_LEFT))) {
-                u32 b = 15 - pos;
-                u32 p = (((hi >> b) & 1) << 1) | ((lo >> b) & 1);
-                if (p != 0) bg = ((pos < 8 ? at0 : at1) << 2) | p;
-            }
-            u32 index = bg;
-            if ((mask & MASK_SPRITE) && (x >= 8 || (mask & MASK_SPRITE_LEFT))) {
-                for (u32 j = 0; j < n_spr; j++) {
-                    u32 off = x - spr_x[j];
-                    if (off >= 8) continue;
-                    u32 b = 7 - off;
-                    u32 sp = (((spr_hi[j] >> b) & 1) << 1) | ((spr_lo[j] >> b) & 1);
-                    if (sp == 0) continue;
-                    if (bg == 0 || (spr_attr[j] & 0x20) == 0) index = 0x10 | ((spr_attr[j] & 3) << 2) | sp;
-                    break;
-                }
-            }
-            u8 grey = (mask & MASK_GREY) ? 0x30 : 0x3f;
-            out |= (u64)(c.palette[index] & grey) << (8 * i);
-        }
+        u64 out = changes ? lines_eight<true>(log, c, x0, first, pe, pr, lo, hi, at0, at1, claimed, behind, spx)
+                          : lines_eight<false>(log, c, x0, first, pe, pr, lo, hi, at0, at1, claimed, behind, spx);
         nes_store8(pixels + line * 256 + x0, out);
         lines_next_v(log, e, r, pre, line, vert, hori);
     }
@@ -320,6 +338,7 @@ extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32) nesle_draw_lines(
                                                                                const u8* chr, LineLog* logs,
                                                                                u8* pixels, u32 n_envs, u32* redrawn) {
     __shared__ u64 masks[LINES_WARPS][240];
+    __shared__ u8 palettes[LINES_WARPS][32];
     u32 w = threadIdx.x >> 5, lane = threadIdx.x & 31;
     u32 env = blockIdx.x * LINES_WARPS + w;
     if (env >= n_envs) return;  // the whole warp: no block barrier follows
@@ -336,6 +355,10 @@ extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32) nesle_draw_lines(
         return;
     }
     LineScene c = lines_scene(packed, packing, chr);
+    // The palette, read for every pixel, from shared memory.
+    palettes[w][lane] = c.palette[lane];
+    c.palette = palettes[w];
+    __syncwarp();
     u8* px = pixels + (u64)env * 256 * 240;
     if (blank) {
         lines_blank(log, c, px, lane);

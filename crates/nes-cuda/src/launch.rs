@@ -361,6 +361,17 @@ fn grid(n: usize) -> LaunchConfig {
     grid_of(n, BLOCK)
 }
 
+/// kernels/picture.cuh's `GRAY_THREADS`: the threads of a `nesle_gray84` block.
+const GRAY_THREADS: u32 = 256;
+
+/// `nesle_gray84`'s launch: a block a picture at a time, as many blocks as fit on the GPU at
+/// once (8 of 256 threads an SM) or one a picture when there are fewer, each looping over its
+/// share, so the tables are copied into shared memory once a block.
+fn gray84_grid(n_envs: usize, sms: u32) -> LaunchConfig {
+    let blocks = n_envs.min(8 * sms.max(1) as usize).max(1);
+    grid_of(blocks * GRAY_THREADS as usize, GRAY_THREADS)
+}
+
 /// kernels/lines.cuh's `LINES_WARPS`: the envs (a warp each) of a `nesle_draw_lines` block.
 const LINES_WARPS: u32 = 4;
 
@@ -861,8 +872,9 @@ impl Gpu {
         b.arg(pixels).arg(tables).arg(out).arg(&n);
         // SAFETY: matches `nesle_gray84(const u8*, const GrayTables*, u8*, u32)`; lengths
         // checked above; `tables` holds the bytes of one GrayTables (uploaded by the batch).
-        // Each thread writes only its own output byte.
-        unsafe { b.launch(grid(n_envs * GRAY_PIXELS)) }.map_err(cuda)?;
+        // Each block writes only the pictures it takes (env = block, block + grid, ...), each
+        // output byte once; the kernel needs GRAY_THREADS threads a block.
+        unsafe { b.launch(gray84_grid(n_envs, self.sms)) }.map_err(cuda)?;
         Ok(())
     }
 
