@@ -36,53 +36,70 @@ static_assert(sizeof(GrayTables) == 4 * (64 + 2 * GRAY_SIZE * (GRAY_ROW_TAPS + G
 #endif
 
 // The two passes of the area average, taken apart so that each row sum is computed once for
-// the 84 output pixels of its row instead of once for each of up to 5 that use it (the GPU
-// kernel did 3.4x the work, kernel-notes #146); the same float operations in the same order as
-// the sum over taps, so the bytes stay the same.
+// the 84 output pixels of its row instead of once for each of up to 5 that use it (kernel-notes
+// #147, #149); the same float operations in the same order as the sum over taps, so the bytes stay the
+// same. Both backends run these helpers.
 //
-// Output row `oy`'s sum down source column `x`: sum_k row_w[oy][k] * luma(px[row_idx[oy][k]][x]).
-NESLE_FN float gray84_row_sum(const GrayTables& t, const u8* px, u32 oy, u32 x) {
-    float row = 0.0f;
+// Output row `oy`'s sums down source columns x..x+3 (x a multiple of 4) into `s`: for each
+// column, sum_k row_w[oy][k] * luma(px[row_idx[oy][k]][x]), the taps in order.
+NESLE_FN void gray84_row_sums4(const GrayTables& t, const u8* px, u32 oy, u32 x, float* s) {
+    for (u32 c = 0; c < 4; c++) s[c] = 0.0f;
     for (u32 k = 0; k < GRAY_ROW_TAPS; k++) {
-        u32 y = t.row_idx[oy * GRAY_ROW_TAPS + k];
-        row = GRAY_ADD(row, GRAY_MUL(t.row_w[oy * GRAY_ROW_TAPS + k], t.lut[px[y * 256 + x] & 63]));
+        const u8* p = px + t.row_idx[oy * GRAY_ROW_TAPS + k] * 256 + x;
+        float w = t.row_w[oy * GRAY_ROW_TAPS + k];
+#if defined(__CUDA_ARCH__)
+        u32 q = *(const u32*)p;  // 4 pixels in one load (pictures are 4-byte aligned)
+#else
+        u32 q = (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24;
+#endif
+        for (u32 c = 0; c < 4; c++) s[c] = GRAY_ADD(s[c], GRAY_MUL(w, t.lut[(q >> (8 * c)) & 63]));
     }
-    return row;
 }
 
-// Output pixel `ox` of a row from that row's 256 column sums.
-NESLE_FN u8 gray84_from_rows(const GrayTables& t, const float* rows, u32 ox) {
+// An output pixel from its row's 256 column sums and its column taps (`ci`, `cw`: 5 each).
+NESLE_FN u8 gray84_from_rows(const u32* ci, const float* cw, const float* rows) {
     float out = 0.0f;
-    for (u32 j = 0; j < GRAY_COL_TAPS; j++)
-        out = GRAY_ADD(out, GRAY_MUL(t.col_w[ox * GRAY_COL_TAPS + j], rows[t.col_idx[ox * GRAY_COL_TAPS + j]]));
+    for (u32 j = 0; j < GRAY_COL_TAPS; j++) out = GRAY_ADD(out, GRAY_MUL(cw[j], rows[ci[j]]));
     float r = GRAY_RINT(out);
     return (u8)(r < 0.0f ? 0.0f : (r > 255.0f ? 255.0f : r));
 }
 
 #if defined(__CUDACC__)
-#define GRAY_THREADS 256  // a block: one thread a source column in the first pass
-#define GRAY_BAND 3       // output rows a pass: 3 x 84 = 252 of the 256 threads in the second
-static_assert(GRAY_SIZE % GRAY_BAND == 0 && GRAY_BAND * GRAY_SIZE <= GRAY_THREADS, "gray84 bands");
+#define GRAY_THREADS 256  // a block: 64 groups of 4 source columns x 4 output rows in the first pass
+#define GRAY_BAND 4       // output rows a pass: 4 x 84 = 336 outputs, 84 threads taking two
+static_assert(GRAY_SIZE % GRAY_BAND == 0 && GRAY_THREADS == 64 * GRAY_BAND && GRAY_THREADS >= 3 * GRAY_SIZE,
+              "gray84 bands");
 
 // A block a picture at a time (`gridDim.x` blocks over all of them), the tables in shared
-// memory: for each band of 3 output rows, thread x sums column x down each of them, then 252
-// threads take an output pixel each from those sums.
+// memory: for each band of 4 output rows, each thread sums 4 source columns down one of the
+// rows (gray84_row_sums4: one 4-byte load a tap), then takes output pixel `ox` (its index mod 84)
+// of one row, or of two (rows 0 and 3 of the band: threads 0-83), with that pixel's column taps
+// held in registers for the whole launch (kernel-notes #149).
 extern "C" __global__ void __launch_bounds__(GRAY_THREADS) nesle_gray84(const u8* pixels, const GrayTables* tables, u8* out,
                                                                        u32 n_envs) {
     __shared__ GrayTables t;
-    __shared__ float rows[GRAY_BAND][256];
+    __shared__ __align__(16) float rows[GRAY_BAND][256];
     const u32* from = (const u32*)tables;
     for (u32 i = threadIdx.x; i < sizeof(GrayTables) / 4; i += GRAY_THREADS) ((u32*)&t)[i] = from[i];
     __syncthreads();
-    u32 x = threadIdx.x;
-    u32 band = x / GRAY_SIZE, ox = x % GRAY_SIZE;
+    u32 tid = threadIdx.x;
+    u32 x = (tid & 63) * 4, b = tid >> 6;  // first pass: columns x..x+3 of band row b (a warp's b is one)
+    u32 ox = tid % GRAY_SIZE, ob = tid / GRAY_SIZE;  // second pass: rows ob (0-2) and, for ob 0, 3
+    u32 ci[GRAY_COL_TAPS];
+    float cw[GRAY_COL_TAPS];
+    for (u32 j = 0; j < GRAY_COL_TAPS; j++) {
+        ci[j] = t.col_idx[ox * GRAY_COL_TAPS + j];
+        cw[j] = t.col_w[ox * GRAY_COL_TAPS + j];
+    }
     for (u32 env = blockIdx.x; env < n_envs; env += gridDim.x) {
         const u8* px = pixels + (u64)env * 256 * 240;
         u8* o = out + (u64)env * GRAY_PIXELS;
         for (u32 oy = 0; oy < GRAY_SIZE; oy += GRAY_BAND) {
-            for (u32 b = 0; b < GRAY_BAND; b++) rows[b][x] = gray84_row_sum(t, px, oy + b, x);
+            float sums[4];
+            gray84_row_sums4(t, px, oy + b, x, sums);
+            *(float4*)&rows[b][x] = make_float4(sums[0], sums[1], sums[2], sums[3]);
             __syncthreads();
-            if (band < GRAY_BAND) o[(oy + band) * GRAY_SIZE + ox] = gray84_from_rows(t, rows[band], ox);
+            for (u32 row = ob; row < GRAY_BAND && ob < 3; row += 3) o[(oy + row) * GRAY_SIZE + ox] = gray84_from_rows(ci, cw, rows[row]);
             __syncthreads();
         }
     }
@@ -90,12 +107,15 @@ extern "C" __global__ void __launch_bounds__(GRAY_THREADS) nesle_gray84(const u8
 #else
 // The CPU backend's gray84 (and the host twin of nesle_gray84).
 extern "C" void nesle_host_gray84(const u8* pixels, const GrayTables* tables, u8* out, u32 n_envs) {
+    const GrayTables& t = *tables;
     float rows[256];
     for (u32 env = 0; env < n_envs; env++) {
         const u8* px = pixels + (u64)env * 256 * 240;
         for (u32 oy = 0; oy < GRAY_SIZE; oy++) {
-            for (u32 x = 0; x < 256; x++) rows[x] = gray84_row_sum(*tables, px, oy, x);
-            for (u32 ox = 0; ox < GRAY_SIZE; ox++) out[(u64)env * GRAY_PIXELS + oy * GRAY_SIZE + ox] = gray84_from_rows(*tables, rows, ox);
+            for (u32 x = 0; x < 256; x += 4) gray84_row_sums4(t, px, oy, x, rows + x);
+            for (u32 ox = 0; ox < GRAY_SIZE; ox++)
+                out[(u64)env * GRAY_PIXELS + oy * GRAY_SIZE + ox] =
+                    gray84_from_rows(t.col_idx + ox * GRAY_COL_TAPS, t.col_w + ox * GRAY_COL_TAPS, rows);
         }
     }
 }
