@@ -199,7 +199,9 @@ NESLE_FN void lines_tile(const LineScene& c, u16 vert, u16 hori, u32 k, u16 tabl
 // attributes `at0` and `at1` (`far`: the pixels in the second tile), over or under the sprites
 // (`claimed`: a sprite pixel shows, `behind`: under the background, `spx`: byte i its palette
 // index). `Changes`: a write inside the line changes fine X or PPUMASK from its dot on, so both
-// are taken per pixel from the log (`pe`, `pr` from `first`), else they hold for the line.
+// are taken per pixel from the log (`pe`, `pr` from `first`), else they hold for the line. The
+// left column's clip is tested on x0 (a multiple of 8: all 8 pixels on the same side of x = 8),
+// so without `Changes` the PPUMASK tests are the same for the 8 pixels (kernel-notes #150).
 template <bool Changes>
 NESLE_FN u64 lines_eight(const LineLog& log, const LineScene& c, u32 x0, u32 first, u32& pe, LineRegs& pr, u32 lo, u32 hi,
                          u32 at0, u32 at1, u32 claimed, u32 behind, u64 spx) {
@@ -217,11 +219,11 @@ NESLE_FN u64 lines_eight(const LineLog& log, const LineScene& c, u32 x0, u32 fir
         }
         u8 mask = pr.mask;
         u32 index = 0;
-        if ((mask & MASK_BG) && (x >= 8 || (mask & MASK_BG_LEFT))) {
+        if ((mask & MASK_BG) && (x0 >= 8 || (mask & MASK_BG_LEFT))) {
             u32 p = ((bgh >> bit) & 1) << 1 | ((bgl >> bit) & 1);
             if (p != 0) index = (((far >> bit) & 1) ? at1 : at0) << 2 | p;
         }
-        if ((mask & MASK_SPRITE) && (x >= 8 || (mask & MASK_SPRITE_LEFT)) && ((claimed >> bit) & 1) &&
+        if ((mask & MASK_SPRITE) && (x0 >= 8 || (mask & MASK_SPRITE_LEFT)) && ((claimed >> bit) & 1) &&
             (index == 0 || !((behind >> bit) & 1)))
             index = (u32)(spx >> (8 * i)) & 0xff;
         u8 grey = (mask & MASK_GREY) ? 0x30 : 0x3f;
