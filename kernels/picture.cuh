@@ -37,8 +37,8 @@ static_assert(sizeof(GrayTables) == 4 * (64 + 2 * GRAY_SIZE * (GRAY_ROW_TAPS + G
 
 // The two passes of the area average, taken apart so that each row sum is computed once for
 // the 84 output pixels of its row instead of once for each of up to 5 that use it (kernel-notes
-// #147, #149); the same float operations in the same order as the sum over taps, so the bytes stay the
-// same. Both backends run these helpers.
+// #147, #149); the same float operations in the same order as the sum over taps, so the bytes
+// stay the same. Both backends run these helpers.
 //
 // Output row `oy`'s sums down source columns x..x+3 (x a multiple of 4) into `s`: for each
 // column, sum_k row_w[oy][k] * luma(px[row_idx[oy][k]][x]), the taps in order.
@@ -99,7 +99,8 @@ extern "C" __global__ void __launch_bounds__(GRAY_THREADS) nesle_gray84(const u8
             gray84_row_sums4(t, px, oy + b, x, sums);
             *(float4*)&rows[b][x] = make_float4(sums[0], sums[1], sums[2], sums[3]);
             __syncthreads();
-            for (u32 row = ob; row < GRAY_BAND && ob < 3; row += 3) o[(oy + row) * GRAY_SIZE + ox] = gray84_from_rows(ci, cw, rows[row]);
+            for (u32 row = ob; row < GRAY_BAND && ob < 3; row += 3)
+                o[(oy + row) * GRAY_SIZE + ox] = gray84_from_rows(ci, cw, rows[row]);
             __syncthreads();
         }
     }

@@ -28,7 +28,12 @@
 //! warp), the longest env's instructions against the mean env's, and the slowest warp's envs'
 //! instructions and most run instructions, and how many envs' frames are over twice the mean,
 //! by SMB's OperMode. `spread` and `framespread` regroup as `count` and `frame` do, except the envs
-//! above 1.5 times the median count go one to a warp (`spread_order`).
+//! above 1.5 times the median count go one to a warp (`spread_order`). With `frame`, each frame
+//! also prints the slowest warp when the last warps' envs are spread over a few more warps
+//! (`tail_slowest`: the lanes a launch filling every SM would have spare), and with
+//! `WARP_SPLIT=1` the frame in the kernel's 12 parts with a block barrier after each
+//! (`parts_cost`) against the same frame cut in two launches with the envs regrouped between them
+//! (`split_cost`; docs/kernel-notes.md, "Regrouping inside a frame").
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
 //! listed step (default 3,30,100,200) the 4 frames of that step are traced. The ROM comes from
