@@ -193,17 +193,23 @@ fn tail_slowest(traces: &[Vec<Slot>], tail: usize, spare: usize) -> u64 {
     slowest
 }
 
-/// The kernel's frame in 12 parts of equal CPU time with a block barrier after each: a launch
+/// The kernel's frame: `PARTS` parts of equal CPU time (kernels' NESLE_PHASES) out of a frame's
+/// `FRAME_CYCLES` (NES_FRAME_CYCLES), and the warps of a block (512 threads).
+const PARTS: u64 = 12;
+const FRAME_CYCLES: u64 = 29_781;
+const BLOCK_WARPS: usize = 16;
+
+/// The kernel's frame in PARTS parts of equal CPU time with a block barrier after each: a launch
 /// lasts, over its blocks of 16 warps, the longest sum over parts `from..to` of the block's
 /// slowest warp in that part (its (stack, PC) vote rounds over the envs' slots in the part).
 fn parts_cost(traces: &[Vec<Slot>], cycles: &[Vec<u64>], from: u64, to: u64) -> u64 {
-    let part = 29_781 / 12;
-    let block = 16 * WARP;
+    let part = FRAME_CYCLES / PARTS;
+    let block = BLOCK_WARPS * WARP;
     let mut worst = 0;
     for (tb, cb) in traces.chunks(block).zip(cycles.chunks(block)) {
         let mut sum = 0;
         for p in from..to {
-            let (lo, hi) = (p * part, if p == 11 { u64::MAX } else { (p + 1) * part });
+            let (lo, hi) = (p * part, if p + 1 == PARTS { u64::MAX } else { (p + 1) * part });
             let slices: Vec<Vec<Slot>> = tb
                 .iter()
                 .zip(cb)
@@ -216,16 +222,16 @@ fn parts_cost(traces: &[Vec<Slot>], cycles: &[Vec<u64>], from: u64, to: u64) -> 
     worst
 }
 
-/// A frame cut in two launches after part `cut` of 12, the envs regrouped between them by `key`
+/// A frame cut in two launches after part `cut` of PARTS, the envs regrouped between them by `key`
 /// of their state at the cut (their trace and its index there): `parts_cost` of each launch.
 fn split_cost(traces: &[Vec<Slot>], cycles: &[Vec<u64>], cut: u64, key: impl Fn(&[Slot], usize) -> u64) -> (u64, u64) {
-    let at = cut * (29_781 / 12);
+    let at = cut * (FRAME_CYCLES / PARTS);
     let first = parts_cost(traces, cycles, 0, cut);
     let mut order: Vec<usize> = (0..traces.len()).collect();
     order.sort_by_key(|&i| key(&traces[i], cycles[i].partition_point(|&x| x < at)));
     let t2: Vec<Vec<Slot>> = order.iter().map(|&i| traces[i].clone()).collect();
     let c2: Vec<Vec<u64>> = order.iter().map(|&i| cycles[i].clone()).collect();
-    (first, parts_cost(&t2, &c2, cut, 12))
+    (first, parts_cost(&t2, &c2, cut, PARTS))
 }
 
 /// `items` in `order` (a permutation of their indices).
@@ -324,7 +330,7 @@ fn main() {
             if regroup == "frame" && std::env::var_os("WARP_SPLIT").is_some() {
                 // One more launch a frame, cut at the end of part P of 12, the envs regrouped at
                 // the cut by their (stack, PC) or by their instructions so far.
-                let whole = parts_cost(&traces, &cycles, 0, 12);
+                let whole = parts_cost(&traces, &cycles, 0, PARTS);
                 let mut cells = Vec::new();
                 for p in [1u64, 2, 3, 4, 6] {
                     let (a, b) = split_cost(&traces, &cycles, p, |t, i| t.get(i).map_or(u64::MAX, |s| (s.sp as u64) << 16 | s.pc as u64));
