@@ -194,39 +194,64 @@ NESLE_FN void lines_tile(const LineScene& c, u16 vert, u16 hori, u32 k, u16 tabl
     hi = lines_chr(c, a + 8);
 }
 
-// Lane `lane`'s 8 pixels of one line (pixel x0 + i at bit 7 - i of the 8-bit strips), as
-// ppu_draw_pixel composes them: the background's strips `bgl`, `bgh` (fine X applied) with the
-// attributes `at0` and `at1` (`far`: the pixels in the second tile), over or under the sprites
-// (`claimed`: a sprite pixel shows, `behind`: under the background, `spx`: byte i its palette
-// index). `Changes`: a write inside the line changes fine X or PPUMASK from its dot on, so both
-// are taken per pixel from the log (`pe`, `pr` from `first`), else they hold for the line. The
-// left column's clip is tested on x0 (a multiple of 8: all 8 pixels on the same side of x = 8),
-// so without `Changes` the PPUMASK tests are the same for the 8 pixels (kernel-notes #150).
-template <bool Changes>
-NESLE_FN u64 lines_eight(const LineLog& log, const LineScene& c, u32 x0, u32 first, u32& pe, LineRegs& pr, u32 lo, u32 hi,
-                         u32 at0, u32 at1, u32 claimed, u32 behind, u64 spx) {
-    u32 fx = pr.x;
-    u32 bgl = (lo >> (8 - fx)) & 0xff, bgh = (hi >> (8 - fx)) & 0xff, far = 0xffu >> (8 - fx);
+// Lane `lane`'s 8 pixels of one line in which a write changes fine X or PPUMASK from its dot on
+// (SMB's status-bar split), both taken per pixel from the log (`pe`, `pr` from `first`), as
+// ppu_draw_pixel composes them: the background's strips `lo`, `hi` with the attributes `at0` and
+// `at1`, over or under the sprites (bit 7 - i for pixel x0 + i: `claimed`, a sprite pixel shows;
+// `behind`, under the background; byte i of `spx`, its palette index). The left column's clip is
+// tested on x0 (a multiple of 8: all 8 pixels on the same side of x = 8).
+NESLE_FN u64 lines_eight_changing(const LineLog& log, const LineScene& c, u32 x0, u32 first, u32& pe, LineRegs& pr, u32 lo,
+                                  u32 hi, u32 at0, u32 at1, u32 claimed, u32 behind, u64 spx) {
     u64 out = 0;
     for (u32 i = 0; i < 8; i++) {
-        u32 x = x0 + i, bit = 7 - i;
-        if (Changes) {
-            lines_apply(log, pe, pr, first + x);
-            u32 pos = i + pr.x;
-            bgl = ((lo >> (15 - pos)) & 1) << bit;
-            bgh = ((hi >> (15 - pos)) & 1) << bit;
-            far = (pos >= 8) << bit;
-        }
+        u32 bit = 7 - i;
+        lines_apply(log, pe, pr, first + x0 + i);
+        u32 pos = i + pr.x;
         u8 mask = pr.mask;
         u32 index = 0;
         if ((mask & MASK_BG) && (x0 >= 8 || (mask & MASK_BG_LEFT))) {
-            u32 p = ((bgh >> bit) & 1) << 1 | ((bgl >> bit) & 1);
-            if (p != 0) index = (((far >> bit) & 1) ? at1 : at0) << 2 | p;
+            u32 p = ((hi >> (15 - pos)) & 1) << 1 | ((lo >> (15 - pos)) & 1);
+            if (p != 0) index = (pos >= 8 ? at1 : at0) << 2 | p;
         }
         if ((mask & MASK_SPRITE) && (x0 >= 8 || (mask & MASK_SPRITE_LEFT)) && ((claimed >> bit) & 1) &&
             (index == 0 || !((behind >> bit) & 1)))
             index = (u32)(spx >> (8 * i)) & 0xff;
         u8 grey = (mask & MASK_GREY) ? 0x30 : 0x3f;
+        out |= (u64)(c.palette[index] & grey) << (8 * i);
+    }
+    return out;
+}
+
+// Bit k of `v` (k < 8) to bit 4k: one bit a nibble.
+NESLE_FN u32 lines_nibbles(u32 v) {
+    v = (v | v << 12) & 0x000f000fu;
+    v = (v | v << 6) & 0x03030303u;
+    return (v | v << 3) & 0x11111111u;
+}
+
+// The same for a line with no write inside it, PPUMASK and fine X those of `pr` for all 8 pixels,
+// the background's indices and the sprites' choices made for all 8 at once (kernel-notes #151):
+// nibble i of `bg` is pixel x0 + i's background palette index (0 when transparent or clipped),
+// bit i of `front` says a sprite pixel shows there; each pixel then only picks its byte and looks
+// up the palette.
+NESLE_FN u64 lines_eight_fixed(const LineScene& c, u32 x0, const LineRegs& pr, u32 lo, u32 hi, u32 at0, u32 at1,
+                               u32 claimed, u32 behind, u64 spx) {
+    u32 fx = pr.x;
+    u8 mask = pr.mask;
+    bool bg_on = (mask & MASK_BG) && (x0 >= 8 || (mask & MASK_BG_LEFT));
+    bool spr_on = (mask & MASK_SPRITE) && (x0 >= 8 || (mask & MASK_SPRITE_LEFT));
+    // The strips with bit i for pixel x0 + i (bit 7 - i in lo, hi and lines_eight_changing).
+    u32 bgl = bg_on ? reverse_bits8((u8)(lo >> (8 - fx))) : 0, bgh = bg_on ? reverse_bits8((u8)(hi >> (8 - fx))) : 0;
+    u32 far = reverse_bits8((u8)(0xffu >> (8 - fx)));
+    u32 opaque = bgl | bgh;
+    u32 front = spr_on ? reverse_bits8((u8)claimed) & ~(reverse_bits8((u8)behind) & opaque) : 0;
+    u32 nl = lines_nibbles(bgl), nh = lines_nibbles(bgh), nf = lines_nibbles(far) * 15;
+    u32 attr = ((at0 * 0x11111111u) & ~nf) | ((at1 * 0x11111111u) & nf);
+    u32 bg = (nl | nh << 1 | attr << 2) & (lines_nibbles(opaque) * 15);
+    u32 grey = (mask & MASK_GREY) ? 0x30 : 0x3f;
+    u64 out = 0;
+    for (u32 i = 0; i < 8; i++) {
+        u32 index = (front >> i) & 1 ? (u32)(spx >> (8 * i)) & 0xff : (bg >> (4 * i)) & 15;
         out |= (u64)(c.palette[index] & grey) << (8 * i);
     }
     return out;
@@ -283,8 +308,8 @@ NESLE_FN void lines_draw(const LineLog& log, const LineScene& c, const u64* mask
         bool changes = e < log.count && log.events[e].dot < first + 255;
         u32 pe = e;
         LineRegs pr = r;
-        u64 out = changes ? lines_eight<true>(log, c, x0, first, pe, pr, lo, hi, at0, at1, claimed, behind, spx)
-                          : lines_eight<false>(log, c, x0, first, pe, pr, lo, hi, at0, at1, claimed, behind, spx);
+        u64 out = changes ? lines_eight_changing(log, c, x0, first, pe, pr, lo, hi, at0, at1, claimed, behind, spx)
+                          : lines_eight_fixed(c, x0, pr, lo, hi, at0, at1, claimed, behind, spx);
         nes_store8(pixels + line * 256 + x0, out);
         lines_next_v(log, e, r, pre, line, vert, hori);
     }
