@@ -57,9 +57,16 @@ extern "C" __global__ void nesle_order_tiles(const u32* ran, u64* pairs, u32 n, 
     pairs[i] = tile[t];
 }
 
-extern "C" __global__ void nesle_order_out(const u64* pairs, u32* order, u32 n) {
+// The sorted envs into `order`; `*moved` set to 1 when an env's slot changed (zeroed before the
+// sort: the batch skips sorts while they leave the order as it was, kernel-notes #153).
+extern "C" __global__ void nesle_order_out(const u64* pairs, u32* order, u32 n, u32* moved) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) order[i] = (u32)pairs[i];
+    if (i >= n) return;
+    u32 env = (u32)pairs[i];
+    if (order[i] != env) {
+        order[i] = env;
+        *moved = 1;  // any thread that finds a change: they all store the same value
+    }
 }
 #else
 // The host twin, with the device's schedule and any tile size (a power of two): each launch

@@ -286,7 +286,7 @@ mod images;
 
 use crate::Error;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DriverError, LaunchConfig,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DriverError, LaunchConfig, PinnedHostSlice,
     PushKernelArg,
 };
 use std::sync::Arc;
@@ -878,18 +878,30 @@ impl Gpu {
         Ok(())
     }
 
+    /// A device word for [`Gpu::order_by_work`]'s `moved` and a pinned host word to copy it to.
+    pub(crate) fn moved_word(&self) -> Result<(CudaSlice<u32>, PinnedHostSlice<u32>), Error> {
+        let word = self.stream.alloc_zeros::<u32>(1).map_err(cuda)?;
+        // SAFETY: the host word is written by the copies into it before it is read
+        // (Batch::last_sort_moved reads it only after a copy's event completed).
+        let host = unsafe { self.ctx.alloc_pinned_with_flags::<u32>(1, 0) }.map_err(cuda)?;
+        Ok((word, host))
+    }
+
     /// The envs in order of `ran` into `order`, on the device (kernels/order.cuh): a bitonic
     /// network over `pairs` (n_envs rounded up to a power of two), the stages inside tiles of
     /// `ORDER_TILE` pairs in shared memory, the others a launch each; queued on the stream with
-    /// nothing for the host to wait on.
+    /// nothing for the host to wait on. `moved[0]` ends 1 if an env's slot in `order` changed,
+    /// else 0.
     pub(crate) fn order_by_work(
         &self,
         ran: &CudaSlice<u32>,
         pairs: &mut CudaSlice<u64>,
         order: &mut CudaSlice<u32>,
+        moved: &mut CudaSlice<u32>,
         n_envs: usize,
     ) -> Result<(), Error> {
         let padded = n_envs.next_power_of_two();
+        check_len("moved", moved.len(), 1)?;
         check_len("ran", ran.len(), n_envs)?;
         check_len("pairs", pairs.len(), padded)?;
         check_len("order", order.len(), n_envs)?;
@@ -914,9 +926,11 @@ impl Gpu {
             self.order_tiles(ran, pairs, n, k, size)?;
             k <<= 1;
         }
+        self.stream.memset_zeros(&mut *moved).map_err(cuda)?;
         let mut b = self.stream.launch_builder(&self.order_out);
-        b.arg(&*pairs).arg(order).arg(&n);
-        // SAFETY: matches `nesle_order_out(const u64*, u32*, u32)`; lengths checked above.
+        b.arg(&*pairs).arg(order).arg(&n).arg(moved);
+        // SAFETY: matches `nesle_order_out(const u64*, u32*, u32, u32*)`; lengths checked
+        // above; `moved` one word, which threads only set to 1.
         unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
         Ok(())
     }

@@ -272,9 +272,13 @@ fn bench(a: &Args) -> Result<(), String> {
             // Drawn steps (warm-up included) drawn line by line and while running (LinesPolicy).
             let policy = batch.lines_policy();
             let (by_lines, while_running) = policy.map_or((0, 0), |p| (p.by_lines, p.while_running));
+            // Steps (warm-up included) whose device sort ran or was skipped (SortPolicy).
+            let sorts = batch.sort_policy();
             let regrouped = if regroup > 0 && a.regroup_by_phase {
                 format!("  (regrouped by phase every {regroup} steps: {regroup_s:.3} s of it; without: {:.0} env-steps/s)",
                     (n * a.steps) as f64 / (wall - regroup_s))
+            } else if sorts.skipped > 0 {
+                format!("  (sorts: {} steps sorted, {} skipped)", sorts.sorted, sorts.skipped)
             } else {
                 String::new()
             };
@@ -288,11 +292,13 @@ fn bench(a: &Args) -> Result<(), String> {
             println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}{regrouped}{grayed}", p, n, a.pixels, rate, wall,
                 if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
             rows.push(format!(
-                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_frames\": {}, \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}, \"drawn\": \"{}\", \"redrawn_last_step\": {redrawn_json}, \"steps_drawn_by_lines\": {by_lines}, \"steps_drawn_while_running\": {while_running}}}",
+                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_frames\": {}, \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}, \"drawn\": \"{}\", \"redrawn_last_step\": {redrawn_json}, \"steps_drawn_by_lines\": {by_lines}, \"steps_drawn_while_running\": {while_running}, \"steps_sorted\": {}, \"steps_sort_skipped\": {}}}",
                 a.pixels, a.steps, a.warmup, a.frameskip, regroup,
                 if a.regroup_by_phase { "phase" } else if a.regroup_on_host { "instructions, on the host" } else { "instructions, on the device" },
                 a.regroup_frames,
-                if !a.pixels { "no pictures" } else if a.draw_lines { "line by line after the frame" } else { "while the frame runs" }
+                if !a.pixels { "no pictures" } else if a.draw_lines { "line by line after the frame" } else { "while the frame runs" },
+                sorts.sorted,
+                sorts.skipped
             ));
         }
     }
