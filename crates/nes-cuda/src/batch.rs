@@ -459,8 +459,9 @@ impl Batch {
         Ok(due)
     }
 
-    /// Whether the sorts since the last look moved an env, if the last one's word has reached
-    /// the host (without waiting for it); each sort's answer is read once.
+    /// Whether the last sort moved an env, if its word has reached the host (without waiting
+    /// for it); each answer is read once. Every sort clears the word first, so a step's last
+    /// sort (its last frame's) is the one that answers.
     fn last_sort_moved(&mut self) -> Option<bool> {
         if !self.moved_event.as_ref()?.is_complete() {
             return None;
