@@ -478,7 +478,8 @@ impl Batch {
     }
 
     /// [`Batch::regroup`] on the device: the same order, queued on the stream (the kernel always
-    /// reads the order then, even when it is the envs' own).
+    /// reads the order then, even when it is the envs' own). Whether it moved an env reaches
+    /// the host later, for [`SortPolicy`].
     pub fn regroup_device_sort(&mut self) -> Result<(), Error> {
         let err = |e| Error::Cuda(format!("{e:?}"));
         let mut pairs = match self.pairs.take() {
