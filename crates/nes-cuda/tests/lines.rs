@@ -159,7 +159,9 @@ fn scroll_split_rom(ctrl: u8) -> Vec<u8> {
     a.op(&[0xa2, 0x04]);
     let spin = a.at();
     a.op(&[0xca]).bne(spin).op(&[0x88]).bne(wait);
-    a.op(&[0xa5, 0x01, 0x65, 0x02]).sta(0x2005); // lda $01, adc $02
+    // lda $02, asl x3, adc $01: the write counter in coarse X, so each x write moves it and a
+    // line's copy of `t` at dot 257 shows on which side of that dot the write fell.
+    a.op(&[0xa5, 0x02, 0x0a, 0x0a, 0x0a, 0x65, 0x01]).sta(0x2005);
     a.op(&[0x29, 0x07, 0x09, 0x18]).sta(0x2001); // grey and left columns vary, rendering stays on
     a.op(&[0xc6, 0x02]).bne(write); // dec $02
     a.abs(0x4c, 0xc000 + frame as u16); // jmp frame
