@@ -312,7 +312,7 @@ fn main() {
     let boot = smb::world_1_1();
     let n = warps * WARP;
     let mut envs: Vec<(Console, u64)> = (0..n).map(|_| (boot.clone(), 0)).collect();
-    let mut rngs: Vec<Rng> = (0..n).map(|i| Rng((i as u32 + 1).wrapping_mul(0x9e37_79b9) ^ 0x85eb_ca6b | 1)).collect();
+    let mut rngs: Vec<Rng> = (0..n).map(Rng::for_env).collect();
     let last = steps.iter().copied().max().unwrap_or(0);
     let policies: [&str; 6] = ["vote", "opcode", "form", "free 0", "free 8", "free inf"];
     let run = |name: &str, w: &[Vec<Slot>]| match name {

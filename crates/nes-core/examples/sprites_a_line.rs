@@ -18,8 +18,7 @@ mod smb;
 fn main() {
     let envs: usize = std::env::args().nth(1).map_or(16, |a| a.parse().expect("ENVS: a number"));
     let mut consoles: Vec<_> = (0..envs).map(|_| smb::world_1_1()).collect();
-    // The GPU benchmark's seeds (nesle-bench-gpu `Rng::new`).
-    let mut rngs: Vec<Rng> = (0..envs).map(|i| Rng((i as u32 + 1).wrapping_mul(0x9e37_79b9) ^ 0x85eb_ca6b | 1)).collect();
+    let mut rngs: Vec<Rng> = (0..envs).map(Rng::for_env).collect();
     let (mut lines, mut sprites, mut busy) = (0u64, 0u64, 0u64);
     for step in 0..230 {
         for (c, r) in consoles.iter_mut().zip(rngs.iter_mut()) {

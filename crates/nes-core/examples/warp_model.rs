@@ -262,7 +262,7 @@ fn main() {
     let n = warps * WARP;
     // Each env with its previous frame's instruction count and path hash (set before traced steps).
     let mut envs: Vec<(Console, u64, u64)> = (0..n).map(|_| (boot.clone(), 0, 0)).collect();
-    let mut rngs: Vec<Rng> = (0..n).map(|i| Rng((i as u32 + 1).wrapping_mul(0x9e37_79b9) ^ 0x85eb_ca6b | 1)).collect();
+    let mut rngs: Vec<Rng> = (0..n).map(Rng::for_env).collect();
     let regroup = args.get(2).cloned().unwrap_or_default();
     let last = steps.iter().copied().max().unwrap_or(0);
     println!("{n} envs, protocol B; slots per warp-frame (mean over warps and the step's 4 frames)");
