@@ -242,7 +242,7 @@ NESLE_FN u64 lines_eight_fixed(const LineScene& c, u32 x0, const LineRegs& pr, u
     bool spr_on = (mask & MASK_SPRITE) && (x0 >= 8 || (mask & MASK_SPRITE_LEFT));
     // The strips with bit i for pixel x0 + i (bit 7 - i in lo, hi and lines_eight_changing).
     u32 bgl = bg_on ? reverse_bits8((u8)(lo >> (8 - fx))) : 0, bgh = bg_on ? reverse_bits8((u8)(hi >> (8 - fx))) : 0;
-    u32 far = reverse_bits8((u8)(0xffu >> (8 - fx)));
+    u32 far = (0xffu << (8 - fx)) & 0xff;  // pixels x0 + 8 - fx on lie in the second tile
     u32 opaque = bgl | bgh;
     u32 front = spr_on ? reverse_bits8((u8)claimed) & ~(reverse_bits8((u8)behind) & opaque) : 0;
     u32 nl = lines_nibbles(bgl), nh = lines_nibbles(bgh), nf = lines_nibbles(far) * 15;

@@ -208,10 +208,14 @@ NESLE_FN void ppu_increment_x(FlatState& s) { s.ppu_v = ppu_v_increment_x(s.ppu_
 NESLE_FN void ppu_increment_y(FlatState& s) { s.ppu_v = ppu_v_increment_y(s.ppu_v); }
 
 NESLE_FN u8 reverse_bits8(u8 b) {
+#if defined(__CUDA_ARCH__)
+    return (u8)(__brev((u32)b) >> 24);  // the GPU reverses a word in one instruction (kernel-notes #155)
+#else
     b = (u8)(((b & 0xf0) >> 4) | ((b & 0x0f) << 4));
     b = (u8)(((b & 0xcc) >> 2) | ((b & 0x33) << 2));
     b = (u8)(((b & 0xaa) >> 1) | ((b & 0x55) << 1));
     return b;
+#endif
 }
 
 // --- render.rs ---
