@@ -242,19 +242,19 @@ NESLE_FN u64 lines_eight_fixed(const LineScene& c, u32 x0, const LineRegs& pr, u
     bool spr_on = (mask & MASK_SPRITE) && (x0 >= 8 || (mask & MASK_SPRITE_LEFT));
     // The strips with bit i for pixel x0 + i (bit 7 - i in lo, hi and lines_eight_changing).
     u32 bgl = bg_on ? reverse_bits8((u8)(lo >> (8 - fx))) : 0, bgh = bg_on ? reverse_bits8((u8)(hi >> (8 - fx))) : 0;
-    u32 far = (0xffu << (8 - fx)) & 0xff;  // pixels x0 + 8 - fx on lie in the second tile
-    u32 opaque = bgl | bgh;
-    u32 front = spr_on ? reverse_bits8((u8)claimed) & ~(reverse_bits8((u8)behind) & opaque) : 0;
-    u32 nl = lines_nibbles(bgl), nh = lines_nibbles(bgh), nf = lines_nibbles(far) * 15;
+    u32 front = spr_on ? reverse_bits8((u8)claimed) & ~(reverse_bits8((u8)behind) & (bgl | bgh)) : 0;
+    u32 nl = lines_nibbles(bgl), nh = lines_nibbles(bgh);
+    u32 nf = fx ? ~0u << (4 * (8 - fx)) : 0;  // the nibbles of pixels x0 + 8 - fx on: the second tile's
     u32 attr = ((at0 * 0x11111111u) & ~nf) | ((at1 * 0x11111111u) & nf);
-    u32 bg = (nl | nh << 1 | attr << 2) & (lines_nibbles(opaque) * 15);
-    u32 grey = (mask & MASK_GREY) ? 0x30 : 0x3f;
-    u64 out = 0;
+    u32 bg = (nl | nh << 1 | attr << 2) & ((nl | nh) * 15);  // transparent pixels 0
+    // Two words of 4 pixels, PPUMASK's greyscale applied to each once (kernel-notes #156).
+    u32 out[2] = {0, 0};
     for (u32 i = 0; i < 8; i++) {
         u32 index = (front >> i) & 1 ? (u32)(spx >> (8 * i)) & 0xff : (bg >> (4 * i)) & 15;
-        out |= (u64)(c.palette[index] & grey) << (8 * i);
+        out[i >> 2] |= (u32)c.palette[index] << (8 * (i & 3));
     }
-    return out;
+    u32 grey = (mask & MASK_GREY) ? 0x30303030u : 0x3f3f3f3fu;
+    return (u64)(out[1] & grey) << 32 | (out[0] & grey);
 }
 
 // Lane `lane`'s 8 pixels of every line (`masks` from lines_sprite_masks; `pixels` the env's
