@@ -105,6 +105,15 @@ NESLE_FN void lines_first_v(const LineLog& log, u32& e, LineRegs& r, u16& vert, 
     vert = r.t & 0x7be0;
 }
 
+// `vert` (v's vertical bits) after the frame's 240 fine Y steps: 240 = 30 x 8, so fine Y ends
+// where it began and coarse Y takes 30 steps. From rows 0-29 that is once around to the same
+// row, the vertical nametable flipped on the way (29 -> 0); from rows 30 and 31 (past the
+// attribute table) it wraps to 0 without a flip and goes on to 28 or 29 (kernel-notes #157).
+NESLE_FN u16 lines_vert_after_frame(u16 vert) {
+    u32 y = (vert >> 5) & 31;
+    return y < 30 ? (u16)(vert ^ 0x0800) : (u16)((vert & ~0x03e0) | ((y - 2) << 5));
+}
+
 // From line `line` to the next: one fine Y step at dot 256, t's horizontal bits at dot 257.
 NESLE_FN void lines_next_v(const LineLog& log, u32& e, LineRegs& r, u32 pre, u32 line, u16& vert, u16& hori) {
     vert = ppu_v_increment_y(vert) & 0x7be0;
@@ -148,14 +157,16 @@ NESLE_FN bool lines_check(const LineLog& log, const u8* packed, u32 packing, boo
         if ((ev.mask & (MASK_BG | MASK_SPRITE)) == 0) return false;
         if ((ev.ctrl ^ log.ctrl) & (CTRL_SPRITE_TABLE | CTRL_BG_TABLE | CTRL_SPRITE_16)) return false;
     }
-    // `v` through the frame.
+    // `v` through the frame, as lines_next_v leaves it after line 239 without a step a line:
+    // its vertical bits after 240 fine Y steps, its horizontal bits t's at line 239's dot 257.
     u32 e;
     LineRegs r;
     u16 vert, hori;
     lines_first_v(log, e, r, vert, hori);
-    for (u32 line = 0; line < 240; line++) lines_next_v(log, e, r, pre, line, vert, hori);
+    lines_apply(log, e, r, pre + 239 * PPU_DOTS_PER_LINE + 257);
+    hori = r.t & 0x041f;
     // Line 239's prefetch moves v two tiles on; lines 240-241 leave it.
-    u16 v = ppu_v_increment_x(ppu_v_increment_x((u16)(vert | hori)));
+    u16 v = ppu_v_increment_x(ppu_v_increment_x((u16)(lines_vert_after_frame(vert) | hori)));
     lines_apply(log, e, r, 0xffffffffu);
     return v == end_v && r.t == end_t && r.x == end_x;
 }
@@ -354,6 +365,20 @@ NESLE_DEV void nes_redraw_env(u8* snapshot, u32 stride, u32 packing, const u8* p
     n.pixels = pixels + (u64)env * 256 * 240;
     nes_run_frame_alone(n);
 }
+
+#if !defined(__CUDACC__)
+// lines_vert_after_frame against 240 steps of ppu_v_increment_y, for every `v`: the values
+// that differ (0 when right).
+extern "C" u32 nesle_host_lines_vert_check(void) {
+    u32 wrong = 0;
+    for (u32 v = 0; v < 0x8000; v++) {
+        u16 vert = (u16)(v & 0x7be0), stepped = vert;
+        for (u32 line = 0; line < 240; line++) stepped = ppu_v_increment_y(stepped);
+        wrong += lines_vert_after_frame(vert) != stepped;
+    }
+    return wrong;
+}
+#endif
 
 #if defined(__CUDACC__)
 #define LINES_WARPS 4  // envs a block of nesle_draw_lines, a warp each

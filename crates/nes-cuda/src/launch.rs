@@ -47,6 +47,8 @@ extern "C" {
     fn nesle_host_status_bound(state: *const FlatState, prg: *const u8, code: *const u32, chr: *const u8) -> u32;
     fn nesle_host_replay_check(state: *mut FlatState, prg: *const u8, code: *const u32, chr: *const u8, reference: *mut u8, replayed: *mut u8) -> i32;
     #[cfg(test)]
+    fn nesle_host_lines_vert_check() -> u32;
+    #[cfg(test)]
     fn nesle_host_order(ran: *const u32, pairs: *mut u64, order: *mut u32, n: u32, padded: u32, tile: u32);
 }
 
@@ -256,6 +258,14 @@ pub(crate) fn host_order(ran: &[u32], tile: usize) -> Vec<u32> {
     // keeps no pointer.
     unsafe { nesle_host_order(ran.as_ptr(), pairs.as_mut_ptr(), order.as_mut_ptr(), n as u32, padded as u32, tile as u32) };
     order
+}
+
+/// How many of the 32,768 values of `v` the line renderer's closed form of the frame's 240
+/// fine Y steps (kernels/lines.cuh `lines_vert_after_frame`) gets wrong.
+#[cfg(test)]
+pub(crate) fn host_lines_vert_check() -> u32 {
+    // SAFETY: takes and keeps nothing.
+    unsafe { nesle_host_lines_vert_check() }
 }
 
 /// One frame of `state` drawn as the step kernel draws it and drawn by replaying its logged PPU
@@ -1015,8 +1025,13 @@ pub(crate) fn tables_as_bytes(t: &GrayTables) -> &[u8] {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_entry_points, default_step_block, parse_timeout, step_grid};
+    use super::{check_entry_points, default_step_block, host_lines_vert_check, parse_timeout, step_grid};
     use std::time::Duration;
+
+    #[test]
+    fn the_line_renderers_frame_of_fine_y_steps_in_one_is_the_240_steps() {
+        assert_eq!(host_lines_vert_check(), 0);
+    }
 
     #[test]
     fn a_source_tree_is_refused_when_an_entry_points_parameters_differ() {
