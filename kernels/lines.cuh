@@ -65,7 +65,13 @@ NESLE_FN LineScene lines_scene(const u8* packed, u32 packing, const u8* chr_rom)
     return c;
 }
 
-NESLE_FN u8 lines_chr(const LineScene& c, u32 addr) { return c.chr[c.chr_map[(addr >> 10) & 7] + (addr & 0x3ff)]; }
+// A pattern row's two planes, at `addr` and `addr + 8` (bit 3 of `addr` clear, so both lie in
+// the same 1 KiB bank: one bank lookup for the two; kernel-notes #158).
+NESLE_FN void lines_chr_row(const LineScene& c, u32 addr, u32& lo, u32& hi) {
+    const u8* row = c.chr + c.chr_map[(addr >> 10) & 7] + (addr & 0x3ff);
+    lo = row[0];
+    hi = row[8];
+}
 
 // The registers the pixels depend on, as of some dot.
 struct LineRegs {
@@ -201,8 +207,7 @@ NESLE_FN void lines_tile(const LineScene& c, u16 vert, u16 hori, u32 k, u16 tabl
     u32 ab = c.ciram[page + (0x3c0 | ((v >> 4) & 0x38) | ((v >> 2) & 0x07))];
     at = (ab >> (((v >> 4) & 4) | (v & 2))) & 3;
     u32 a = table | (nt << 4) | ((v >> 12) & 7);
-    lo = lines_chr(c, a);
-    hi = lines_chr(c, a + 8);
+    lines_chr_row(c, a, lo, hi);
 }
 
 // Lane `lane`'s 8 pixels of one line in which a write changes fine X or PPUMASK from its dot on
@@ -298,7 +303,8 @@ NESLE_FN void lines_draw(const LineLog& log, const LineScene& c, const u64* mask
             u32 sx = o[3];
             if (sx > x0 + 7 || x0 > sx + 7) continue;  // not over this lane (its place stays unused)
             u16 a = ppu_sprite_row_addr(log.ctrl, (u8)((u8)(line - 1) - o[0]), o[1], o[2], true);
-            u32 slo = lines_chr(c, a), shi = lines_chr(c, a + 8u);
+            u32 slo, shi;
+            lines_chr_row(c, a, slo, shi);
             if (o[2] & 0x40) {
                 slo = reverse_bits8((u8)slo);
                 shi = reverse_bits8((u8)shi);
