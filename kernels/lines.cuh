@@ -120,6 +120,18 @@ NESLE_FN u16 lines_vert_after_frame(u16 vert) {
     return y < 30 ? (u16)(vert ^ 0x0800) : (u16)((vert & ~0x03e0) | ((y - 2) << 5));
 }
 
+// The dot of event `e`, or ~0 past the last.
+NESLE_FN u32 lines_event_dot(const LineLog& log, u32 e) { return e < log.count ? log.events[e].dot : 0xffffffffu; }
+
+// lines_apply for a caller that holds the next event's dot (`next`, from lines_event_dot): the
+// test a compare of registers, the log read only when an event is due (kernel-notes #159).
+NESLE_FN void lines_apply_due(const LineLog& log, u32& e, u32& next, LineRegs& r, u32 dot) {
+    if (next < dot) {
+        lines_apply(log, e, r, dot);
+        next = lines_event_dot(log, e);
+    }
+}
+
 // From line `line` to the next: one fine Y step at dot 256, t's horizontal bits at dot 257.
 NESLE_FN void lines_next_v(const LineLog& log, u32& e, LineRegs& r, u32 pre, u32 line, u16& vert, u16& hori) {
     vert = ppu_v_increment_y(vert) & 0x7be0;
@@ -283,9 +295,10 @@ NESLE_FN void lines_draw(const LineLog& log, const LineScene& c, const u64* mask
     LineRegs r;
     u16 vert, hori;
     lines_first_v(log, e, r, vert, hori);
+    u32 next = lines_event_dot(log, e);  // the line's three tests against the log: lines_apply_due
     for (u32 line = 0; line < 240; line++) {
         u32 first = pre + line * PPU_DOTS_PER_LINE + 1;  // the dot clock of pixel 0
-        lines_apply(log, e, r, first);
+        lines_apply_due(log, e, next, r, first);
         // The strip's tiles under this lane: pixel x0+i shows bit i + fine X of tiles lane, lane+1.
         u32 lo0, hi0, at0, lo1, hi1, at1;
         lines_tile(c, vert, hori, lane, bg_table, lo0, hi0, at0);
@@ -322,13 +335,16 @@ NESLE_FN void lines_draw(const LineLog& log, const LineScene& c, const u64* mask
             }
         }
         // A write inside the line changes fine X or PPUMASK from its dot on.
-        bool changes = e < log.count && log.events[e].dot < first + 255;
+        bool changes = next < first + 255;
         u32 pe = e;
         LineRegs pr = r;
         u64 out = changes ? lines_eight_changing(log, c, x0, first, pe, pr, lo, hi, at0, at1, claimed, behind, spx)
                           : lines_eight_fixed(c, x0, pr, lo, hi, at0, at1, claimed, behind, spx);
         nes_store8(pixels + line * 256 + x0, out);
-        lines_next_v(log, e, r, pre, line, vert, hori);
+        // lines_next_v, its events through lines_apply_due.
+        vert = ppu_v_increment_y(vert) & 0x7be0;
+        lines_apply_due(log, e, next, r, pre + line * PPU_DOTS_PER_LINE + 257);
+        hori = r.t & 0x041f;
     }
 }
 
