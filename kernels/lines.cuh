@@ -210,16 +210,18 @@ NESLE_FN u32 lines_lowest_bit(u64 m) {
 #endif
 }
 
-// Background tile `k` (0-33) of the strip a line fetches, `v` = vert | hori at its start.
-NESLE_FN void lines_tile(const LineScene& c, u16 vert, u16 hori, u32 k, u16 table, u32& lo, u32& hi, u32& at) {
+// Background tile `k` (0-33) of the strip a line fetches, `v` = vert | hori at its start: where
+// its pattern's row 0 lies in `c.chr` (its low plane; the high plane 8 bytes on) and its
+// attribute's two bits. Neither depends on fine Y (bits 12-14 of `v`).
+NESLE_FN void lines_tile(const LineScene& c, u16 vert, u16 hori, u32 k, u16 table, u32& pattern, u32& at) {
     u32 cx = (hori & 31) + k;
     u16 v = (u16)(vert | ((((hori >> 10) ^ (cx >> 5)) & 1) << 10) | (cx & 31));
     u32 page = c.nt_page[(v >> 10) & 3];
     u32 nt = c.ciram[page + (v & 0x3ff)];
     u32 ab = c.ciram[page + (0x3c0 | ((v >> 4) & 0x38) | ((v >> 2) & 0x07))];
     at = (ab >> (((v >> 4) & 4) | (v & 2))) & 3;
-    u32 a = table | (nt << 4) | ((v >> 12) & 7);
-    lines_chr_row(c, a, lo, hi);
+    u32 a = table | (nt << 4);
+    pattern = c.chr_map[(a >> 10) & 7] + (a & 0x3ff);
 }
 
 // Lane `lane`'s 8 pixels of one line in which a write changes fine X or PPUMASK from its dot on
@@ -296,14 +298,22 @@ NESLE_FN void lines_draw(const LineLog& log, const LineScene& c, const u64* mask
     u16 vert, hori;
     lines_first_v(log, e, r, vert, hori);
     u32 next = lines_event_dot(log, e);  // the line's three tests against the log: lines_apply_due
+    // The strip's tiles under this lane: pixel x0+i shows bit i + fine X of tiles lane, lane+1.
+    // Their names and attributes stay the same for the lines of a tile row (8, while the
+    // horizontal scroll stays): looked up when `v`'s bits but fine Y change, the pattern rows
+    // then read at each line's fine Y (kernel-notes #160).
+    u32 row = 0xffffffffu, pattern0 = 0, pattern1 = 0, at0 = 0, at1 = 0;
     for (u32 line = 0; line < 240; line++) {
         u32 first = pre + line * PPU_DOTS_PER_LINE + 1;  // the dot clock of pixel 0
         lines_apply_due(log, e, next, r, first);
-        // The strip's tiles under this lane: pixel x0+i shows bit i + fine X of tiles lane, lane+1.
-        u32 lo0, hi0, at0, lo1, hi1, at1;
-        lines_tile(c, vert, hori, lane, bg_table, lo0, hi0, at0);
-        lines_tile(c, vert, hori, lane + 1, bg_table, lo1, hi1, at1);
-        u32 lo = lo0 << 8 | lo1, hi = hi0 << 8 | hi1;
+        if (((vert & 0x0be0) | hori) != row) {
+            row = (vert & 0x0be0) | hori;
+            lines_tile(c, vert, hori, lane, bg_table, pattern0, at0);
+            lines_tile(c, vert, hori, lane + 1, bg_table, pattern1, at1);
+        }
+        const u8* p0 = c.chr + pattern0 + ((vert >> 12) & 7);
+        const u8* p1 = c.chr + pattern1 + ((vert >> 12) & 7);
+        u32 lo = (u32)p0[0] << 8 | p1[0], hi = (u32)p0[8] << 8 | p1[8];
         // The sprites the line before picked, those over this lane's pixels fetched and laid
         // over each other in OAM order: the first opaque pixel at a place is the one that shows.
         u32 claimed = 0, behind = 0;
