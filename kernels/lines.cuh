@@ -210,6 +210,19 @@ NESLE_FN u32 lines_lowest_bit(u64 m) {
 #endif
 }
 
+// Bits 0-3 of `b` as bytes 0-3, each 0 or 1 (the nibble's four copies the multiply makes, at
+// bits 0, 7, 14 and 21, do not overlap).
+NESLE_FN u32 lines_bytes4(u32 b) { return ((b & 15) * 0x204081u) & 0x01010101u; }
+
+// The bytes of a word in reverse order.
+NESLE_FN u32 lines_bswap(u32 v) {
+#ifdef __CUDA_ARCH__
+    return __byte_perm(v, 0, 0x0123);
+#else
+    return __builtin_bswap32(v);
+#endif
+}
+
 // Background tile `k` (0-33) of the strip a line fetches, `v` = vert | hori at its start: where
 // its pattern's row 0 lies in `c.chr` (its low plane; the high plane 8 bytes on) and its
 // attribute's two bits. Neither depends on fine Y (bits 12-14 of `v`).
@@ -338,11 +351,13 @@ NESLE_FN void lines_draw(const LineLog& log, const LineScene& c, const u64* mask
             u32 fresh = (al | ah) & ~claimed;
             claimed |= fresh;
             if (o[2] & 0x20) behind |= fresh;
-            u32 pal = 0x10 | (o[2] & 3) << 2;
-            for (; fresh != 0; fresh &= fresh - 1) {
-                u32 b = lines_lowest_bit(fresh);
-                spx |= (u64)(pal | ((ah >> b) & 1) << 1 | ((al >> b) & 1)) << (8 * (7 - b));
-            }
+            // The fresh pixels' palette indices into spx, byte 7 - b for bit b of the strips, 4
+            // pixels at a time (kernel-notes #162): bits 0-3 (bytes 7-4) and 4-7 (bytes 3-0)
+            // spread to bytes, then each word's bytes reversed.
+            u32 pal = (0x10 | (o[2] & 3) << 2) * 0x01010101u;
+            u32 near = (lines_bytes4(al) | lines_bytes4(ah) << 1 | pal) & lines_bytes4(fresh) * 0xff;
+            u32 far = (lines_bytes4(al >> 4) | lines_bytes4(ah >> 4) << 1 | pal) & lines_bytes4(fresh >> 4) * 0xff;
+            spx |= (u64)lines_bswap(near) << 32 | lines_bswap(far);
         }
         // A write inside the line changes fine X or PPUMASK from its dot on.
         bool changes = next < first + 255;
