@@ -433,7 +433,9 @@ extern "C" u32 nesle_host_lines_vert_check(void) {
 // A warp an env: the picture of the frame nesle_step just ran with `logs`; an env the renderer
 // cannot draw is marked LINES_REDRAW for nesle_redraw and counted in `*redrawn` (the batch
 // draws while running for a while when most frames are redrawn: crates/nes-cuda batch.rs).
-extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32) nesle_draw_lines(const u8* states, u32 stride, u32 packing,
+// At least 6 blocks an SM: 80 registers on every architecture (without the bound, 95 on sm_75
+// and sm_80; kernel-notes #163).
+extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32, 6) nesle_draw_lines(const u8* states, u32 stride, u32 packing,
                                                                                const u8* chr, LineLog* logs,
                                                                                u8* pixels, u32 n_envs, u32* redrawn) {
     __shared__ u64 masks[LINES_WARPS][240];
