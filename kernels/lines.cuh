@@ -132,13 +132,6 @@ NESLE_FN void lines_apply_due(const LineLog& log, u32& e, u32& next, LineRegs& r
     }
 }
 
-// From line `line` to the next: one fine Y step at dot 256, t's horizontal bits at dot 257.
-NESLE_FN void lines_next_v(const LineLog& log, u32& e, LineRegs& r, u32 pre, u32 line, u16& vert, u16& hori) {
-    vert = ppu_v_increment_y(vert) & 0x7be0;
-    lines_apply(log, e, r, pre + line * PPU_DOTS_PER_LINE + 257);
-    hori = r.t & 0x041f;
-}
-
 // Whether the renderer can draw this frame: its log complete and nothing in it the renderer does
 // not model; then `v`, `t` and fine X at the frame's end as the model has them must be the
 // state's. `blank`: rendering off all frame (lines_blank draws it).
@@ -175,7 +168,7 @@ NESLE_FN bool lines_check(const LineLog& log, const u8* packed, u32 packing, boo
         if ((ev.mask & (MASK_BG | MASK_SPRITE)) == 0) return false;
         if ((ev.ctrl ^ log.ctrl) & (CTRL_SPRITE_TABLE | CTRL_BG_TABLE | CTRL_SPRITE_16)) return false;
     }
-    // `v` through the frame, as lines_next_v leaves it after line 239 without a step a line:
+    // `v` through the frame, as lines_draw leaves it after line 239, without a step a line:
     // its vertical bits after 240 fine Y steps, its horizontal bits t's at line 239's dot 257.
     u32 e;
     LineRegs r;
@@ -366,7 +359,7 @@ NESLE_FN void lines_draw(const LineLog& log, const LineScene& c, const u64* mask
         u64 out = changes ? lines_eight_changing(log, c, x0, first, pe, pr, lo, hi, at0, at1, claimed, behind, spx)
                           : lines_eight_fixed(c, x0, pr, lo, hi, at0, at1, claimed, behind, spx);
         nes_store8(pixels + line * 256 + x0, out);
-        // lines_next_v, its events through lines_apply_due.
+        // To the next line: one fine Y step at dot 256, t's horizontal bits at dot 257.
         vert = ppu_v_increment_y(vert) & 0x7be0;
         lines_apply_due(log, e, next, r, pre + line * PPU_DOTS_PER_LINE + 257);
         hori = r.t & 0x041f;
