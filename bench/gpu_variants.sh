@@ -96,9 +96,10 @@ for r in $(seq "$rounds"); do
     IFS=, read -ra ps <<< "$protocols"
     for p in "${ps[@]}"; do
       px=(); [ "$p" = Bpix ] && p=B px=(--pixels)
-      # The table's rows only: the progress lines on stderr start with the protocol too.
+      # The table's rows only (with the bench's notes in brackets after the rate): the progress
+      # lines on stderr start with the protocol too.
       timeout 300 "${pre[@]}" "${prog[@]}" --envs "$envs" --protocols "$p" "${px[@]}" --warmup "$warmup" --steps "$steps" --rom "$SMB" 2>&1 |
-        awk -v d="$name" -v r="$r" '$1 ~ /^[AB]$/ && $4 ~ /^[0-9.]+$/ { printf "round %s  %-24s %-4s %8s envs %12s env-steps/s\n", r, d, $1 ($3 == "true" ? "pix" : ""), $2, $4 }' |
+        awk -v d="$name" -v r="$r" '$1 ~ /^[AB]$/ && $4 ~ /^[0-9.]+$/ { i = index($0, "("); printf "round %s  %-24s %-4s %8s envs %12s env-steps/s%s\n", r, d, $1 ($3 == "true" ? "pix" : ""), $2, $4, i ? "  " substr($0, i) : "" }' |
         tee -a "$results"
     done
   done
