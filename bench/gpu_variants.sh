@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Kernel variants side by side on a GPU machine. A variant is either a prebuilt benchmark binary,
 # NAME=BIN (a nesle-bench-gpu built from a worktree with a bench/variants patch applied, with the
-# pinned nvcc as the wheel's kernels are), or, without rebuilding, a copy DIR of kernels/ (with
+# pinned nvcc as the wheel's kernels are; NAME=BIN@VAR=VALUE,... runs it with those environment
+# settings, e.g. 166ps=bench-166@NESLE_STREAM=per-thread), or, without rebuilding, a copy DIR of kernels/ (with
 # one change) compiled at run time through NESLE_KERNEL_SOURCE, optionally with NVRTC options
 # after an `@` (DIR@OPTIONS, e.g. kernels@-DNESLE_PC_VOTE=1, given to NESLE_KERNEL_OPTIONS) and
 # environment settings for its runs after a second `@`, comma separated (DIR@OPTIONS@VAR=VALUE,...,
@@ -47,8 +48,11 @@ T0=$(date +%s)
 command_of() {
   local v=$1 d o e=()
   name=$v
-  if [[ $v == *=* && $v != *@* ]]; then
-    name=${v%%=*} pre=(env) prog=("${v#*=}")
+  if [[ ${v%%@*} == *=* ]]; then
+    # NAME=BIN, or NAME=BIN@VAR=VALUE,... with settings for its runs.
+    name=${v%%=*} prog=("${v%%@*}") prog=("${prog[0]#*=}")
+    if [[ $v == *@* ]]; then IFS=, read -ra e <<< "${v#*@}"; fi
+    pre=(env "${e[@]}")
     return
   fi
   d=${v%%@*} o=
