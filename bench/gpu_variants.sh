@@ -50,7 +50,8 @@ command_of() {
   name=$v
   if [[ ${v%%@*} == *=* ]]; then
     # NAME=BIN, or NAME=BIN@VAR=VALUE,... with settings for its runs.
-    name=${v%%=*} prog=("${v%%@*}") prog=("${prog[0]#*=}")
+    local bin=${v%%@*}
+    name=${v%%=*} prog=("${bin#*=}")
     if [[ $v == *@* ]]; then IFS=, read -ra e <<< "${v#*@}"; fi
     pre=(env "${e[@]}")
     return
