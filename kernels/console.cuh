@@ -359,6 +359,23 @@ NESLE_FN u8* nes_convert(FlatState* full, u8* packed, u32 packing, bool to_packe
     return prg_ram;
 }
 
+// Puts `env` in the next slot of `queue` (nesle_step's, after nes_step_slot): [0] the slots
+// taken, [1] the slots nesle_draw_lines has claimed, [2] the slots its warps found still empty
+// (so drew beside the step), [3 + s] env + 1 once slot s holds an env whose frame is stored.
+// The env's state and log are made visible before its slot (kernel-notes #166).
+NESLE_DEV void nes_publish(u32* queue, u32 env) {
+#if defined(__CUDA_ARCH__)
+    __threadfence();
+    // One count taken for the warp's threads here.
+    u32 m = __activemask(), lane = threadIdx.x & 31, leader = __ffs(m) - 1, base = 0;
+    if (lane == leader) base = atomicAdd(&queue[0], __popc(m));
+    base = __shfl_sync(m, base, leader) + __popc(m & ((1u << lane) - 1));
+    atomicExch(&queue[3 + base], env + 1);
+#else
+    queue[3 + queue[0]++] = env + 1;
+#endif
+}
+
 // Thread slot `t`'s share of nesle_step: env `order[t]` when the batch runs in an order of its
 // own (a permutation of the envs, e.g. grouped by game phase so a warp's envs run the same code:
 // docs/kernel-notes.md #21), else env `t`, on a local copy of its packed state (PRG RAM used in

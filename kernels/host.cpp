@@ -9,12 +9,15 @@
 #include "lines.cuh"   // nesle_host_draw_lines
 
 // nesle_step's body over packed states, one thread slot after the other (launch-local copy
-// unpacked from and packed back to `states + env * stride`; `order`, `ran` and `lines` as in
-// nesle_step).
+// unpacked from and packed back to `states + env * stride`; `order`, `ran`, `lines` and
+// `queue` as in nesle_step).
 extern "C" void nesle_host_step(u8* states, u32 stride, u32 packing, const u8* prg, const u32* code, const u8* chr, const u8* actions,
-                                u32 n_envs, u32 frames, u8* pixels, const u32* order, u32* ran, LineLog* lines) {
-    for (u32 t = 0; t < n_envs; t++)
+                                u32 n_envs, u32 frames, u8* pixels, const u32* order, u32* ran, LineLog* lines,
+                                u32* queue) {
+    for (u32 t = 0; t < n_envs; t++) {
         nes_step_slot(states, stride, packing, prg, code, chr, actions, order, t, n_envs, frames, pixels, ran, lines);
+        if (queue) nes_publish(queue, order ? order[t] : t);
+    }
 }
 
 // The batch's code words for a PRG ROM image of `len` bytes (quiet.cuh `cpu_code_word`): built

@@ -423,19 +423,35 @@ extern "C" u32 nesle_host_lines_vert_check(void) {
 #if defined(__CUDACC__)
 #define LINES_WARPS 4  // envs a block of nesle_draw_lines, a warp each
 
-// A warp an env: the picture of the frame nesle_step just ran with `logs`; an env the renderer
-// cannot draw is marked LINES_REDRAW for nesle_redraw and counted in `*redrawn` (the batch
-// draws while running for a while when most frames are redrawn: crates/nes-cuda batch.rs).
-// At least 6 blocks an SM: 80 registers on every architecture (without the bound, 95 on sm_75
-// and sm_80; kernel-notes #163).
-extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32, 6) nesle_draw_lines(const u8* states, u32 stride, u32 packing,
-                                                                               const u8* chr, LineLog* logs,
-                                                                               u8* pixels, u32 n_envs, u32* redrawn) {
-    __shared__ u64 masks[LINES_WARPS][240];
-    __shared__ u8 palettes[LINES_WARPS][32];
-    u32 w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    u32 env = blockIdx.x * LINES_WARPS + w;
-    if (env >= n_envs) return;  // the whole warp: no block barrier follows
+// A queue word read with acquire semantics, so what nesle_step stored before it is seen.
+NESLE_FN u32 lines_load_acquire(const u32* p) {
+    u32 v;
+#if __CUDA_ARCH__ >= 700
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+#else
+    v = *(const volatile u32*)p;
+    __threadfence();
+#endif
+    return v;
+}
+
+// Slot `slot` of nes_publish's queue once it holds an env (env + 1), read by every lane. A slot
+// the warp's lane 0 finds empty is counted in queue[2]: its warp runs beside the step.
+NESLE_FN u32 lines_wait_slot(u32* queue, u32 slot) {
+    u32 v = lines_load_acquire(queue + 3 + slot);
+    if (v == 0 && (threadIdx.x & 31) == 0) atomicAdd(&queue[2], 1u);
+    while (v == 0) {
+#if __CUDA_ARCH__ >= 700
+        __nanosleep(256);
+#endif
+        v = lines_load_acquire(queue + 3 + slot);
+    }
+    return v;
+}
+
+// Env `env`'s picture by one warp (lane `lane`), `masks` and `palette` the warp's shared memory.
+NESLE_FN void lines_draw_env(const u8* states, u32 stride, u32 packing, const u8* chr, LineLog* logs, u8* pixels,
+                              u32* redrawn, u64* masks, u8* palette, u32 env, u32 lane) {
     const u8* packed = states + (u64)env * stride;
     LineLog& log = logs[env];
     bool blank = false;
@@ -450,17 +466,52 @@ extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32, 6) nesle_draw_lin
     }
     LineScene c = lines_scene(packed, packing, chr);
     // The palette, read for every pixel, from shared memory.
-    palettes[w][lane] = c.palette[lane];
-    c.palette = palettes[w];
+    palette[lane] = c.palette[lane];
+    c.palette = palette;
     __syncwarp();
     u8* px = pixels + (u64)env * 256 * 240;
     if (blank) {
         lines_blank(log, c, px, lane);
         return;
     }
-    lines_sprite_masks(c.oam, (log.ctrl & CTRL_SPRITE_16) ? 16 : 8, masks[w], lane);
+    lines_sprite_masks(c.oam, (log.ctrl & CTRL_SPRITE_16) ? 16 : 8, masks, lane);
     __syncwarp();
-    lines_draw(log, c, masks[w], px, lane);
+    lines_draw(log, c, masks, px, lane);
+}
+
+// A warp an env: the picture of the frame nesle_step just ran with `logs`; an env the renderer
+// cannot draw is marked LINES_REDRAW for nesle_redraw and counted in `*redrawn` (the batch
+// draws while running for a while when most frames are redrawn: crates/nes-cuda batch.rs).
+// At least 6 blocks an SM: 80 registers on every architecture (without the bound, 95 on sm_75
+// and sm_80; kernel-notes #163). `queue` (nes_publish's, filled by the nesle_step before this
+// launch) gives the envs in the order their frames ended: each warp takes the next slot and
+// waits until its env is in it, so this launch can run beside the step as a programmatic
+// dependent launch (sm_90, launch.rs), drawing on the SMs the step's blocks leave (kernel-notes
+// #166). Elsewhere it starts after the step, the queue full. The grid is what the GPU holds at
+// once (launch.rs `lines_grid`).
+extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32, 6) nesle_draw_lines(const u8* states, u32 stride, u32 packing,
+                                                                               const u8* chr, LineLog* logs,
+                                                                               u8* pixels, u32 n_envs, u32* redrawn,
+                                                                               u32* queue) {
+    __shared__ u64 masks[LINES_WARPS][240];
+    __shared__ u8 palettes[LINES_WARPS][32];
+    u32 w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    // Slot after slot until the queue is taken: a warp that only drew one env would hold its SM
+    // at the `griddepcontrol.wait` below, and the step's tail would draw a block's worth at most
+    // (kernel-notes #167). No block barrier follows, so each warp leaves on its own.
+    for (;;) {
+        u32 slot = 0;
+        if (lane == 0) slot = atomicAdd(&queue[1], 1u);
+        slot = __shfl_sync(~0u, slot, 0);
+        if (slot >= n_envs) break;
+        u32 env = lines_wait_slot(queue, slot) - 1;
+        lines_draw_env(states, stride, packing, chr, logs, pixels, redrawn, masks[w], palettes[w], env, lane);
+        __syncwarp();  // the warp's shared masks and palette are the next env's
+    }
+#if __CUDA_ARCH__ >= 900
+    // The launches after this one wait for it alone: it ends after the step it may run beside.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 }
 
 // One thread an env: the frames nesle_draw_lines left, drawn by running them again.
@@ -472,11 +523,15 @@ extern "C" __global__ void nesle_redraw(u8* snapshot, u32 stride, u32 packing, c
 #else
 // The host twins of nesle_draw_lines and nesle_redraw, one after the other; the lanes of an env
 // one after another. Returns the envs drawn line by line (the rest were redrawn).
+// The envs in `queue`'s order (nes_publish's, filled by the host step), as the GPU's warps take them.
 extern "C" u32 nesle_host_draw_lines(const u8* states, u8* snapshot, u32 stride, u32 packing, const u8* prg,
-                                     const u32* code, const u8* chr, const u8* actions, LineLog* logs, u8* pixels, u32 n_envs) {
+                                     const u32* code, const u8* chr, const u8* actions, LineLog* logs, u8* pixels, u32 n_envs,
+                                     const u32* queue) {
     static thread_local u64 masks[240];
     u32 drawn = 0;
-    for (u32 env = 0; env < n_envs; env++) {
+    for (u32 slot = 0; slot < n_envs; slot++) {
+        u32 env = queue[3 + slot] - 1;
+        if (env >= n_envs) continue;  // a slot left empty: that env's picture stays as it was
         const u8* packed = states + (u64)env * stride;
         LineLog& log = logs[env];
         bool blank = false;

@@ -31,15 +31,26 @@ static_assert(sizeof(FlatState) % 8 == 0, "states are copied 8 bytes at a time")
 // n_envs * 256 * 240 palette indices, written for the last frame. `order` is null or a
 // permutation of the envs: thread slot t runs env order[t] (nes_step_slot). `ran` is null or
 // n_envs counts: each env's instructions in its last frame. `lines` is null or n_envs LineLogs:
-// the last frame's record for nesle_draw_lines.
+// the last frame's record for nesle_draw_lines. `queue` is null or n_envs + 3 words, zeroed: each
+// env is put in it when its frames are stored (nes_publish), for a nesle_draw_lines that may
+// already run beside this launch.
 extern "C" __global__ void NESLE_STEP_BOUNDS nesle_step(u8* states, u32 stride, u32 packing, const u8* prg, const u32* code, const u8* chr,
                                       const u8* actions, u32 n_envs, u32 frames, u8* pixels, const u32* order,
-                                      u32* ran, LineLog* lines) {
+                                      u32* ran, LineLog* lines, u32* queue) {
+#if __CUDA_ARCH__ >= 900
+    // A launch made dependent on this one (launch.rs: nesle_draw_lines) may be scheduled once
+    // every block of this one runs: its blocks never keep ours from an SM (kernel-notes #166).
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
     // Grid-stride: the launch may have fewer threads than envs (launch.rs caps the blocks per SM).
     // Every thread of a block takes the same turns (the frames have block barriers inside).
     for (u32 base = blockIdx.x * blockDim.x; base < n_envs; base += gridDim.x * blockDim.x)
         nes_step_slot(states, stride, packing, prg, code, chr, actions, order, base + threadIdx.x, n_envs, frames, pixels,
                       ran, lines);
+    // After the loop, not in it: there it cost the frame's code registers (kernel-notes #166).
+    if (queue)
+        for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < n_envs; t += gridDim.x * blockDim.x)
+            nes_publish(queue, order ? order[t] : t);
 }
 
 // states[env] = bank[pick[env]] where mask[env] != 0 (both packed alike). `pick` out of range

@@ -110,7 +110,7 @@ pub struct Batch {
     /// `BatchConfig::regroup_frames`, when it applies (regrouping on, sorted on the device).
     regroup_frames: bool,
     /// `BatchConfig::draw_lines` (with pixels): the states before the drawn frame, and its logs.
-    lines: Option<(CudaSlice<u8>, CudaSlice<u8>)>,
+    lines: Option<(CudaSlice<u8>, CudaSlice<u8>, CudaSlice<u32>)>,
     /// With `lines`: the envs the line renderer left to a redraw since the last look (one
     /// counter), and when to draw line by line.
     redrawn: CudaSlice<u32>,
@@ -242,7 +242,7 @@ impl Batch {
         let sorts = config.regroup_on_device && regroup_due(config.regroup_every, n_envs, config.regroup_every as u64);
         let pair_count = if sorts { n_envs.next_power_of_two() } else { 0 };
         let draws_lines = config.pixels && config.draw_lines;
-        let lines_per_env = if draws_lines { stride + LINE_LOG_BYTES } else { 0 };
+        let lines_per_env = if draws_lines { stride + LINE_LOG_BYTES + 4 } else { 0 };
         let needed = n_envs * (per_env + lines_per_env) + pair_count * 8 + rom.prg.len() + rom.code().len() * 4 + rom.chr.len();
         let (free, _) = gpu.memory()?;
         // Leave 5% for the driver, the module and the kernel's local memory.
@@ -279,7 +279,13 @@ impl Batch {
         let pick = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         let ran = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         let pairs = if sorts { Some(gpu.stream.alloc_zeros::<u64>(pair_count).map_err(|e| Error::Cuda(format!("{e:?}")))?) } else { None };
-        let lines = if draws_lines { Some((gpu.alloc(n_envs * stride)?, gpu.alloc(n_envs * LINE_LOG_BYTES)?)) } else { None };
+        // The states before the drawn frame, its LineLogs, and the queue of envs whose frame ended.
+        let lines = if draws_lines {
+            let queue = gpu.stream.alloc_zeros::<u32>(n_envs + 3).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+            Some((gpu.alloc(n_envs * stride)?, gpu.alloc(n_envs * LINE_LOG_BYTES)?, queue))
+        } else {
+            None
+        };
         let redrawn = gpu.stream.alloc_zeros::<u32>(1).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         gpu.synchronize()?;
         Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, code, chr, bank: None, mask, pick, gray_tables: None, order: None, ran, regroup_every: config.regroup_every, steps: 0, regroup_on_device: config.regroup_on_device, pairs, regroup_frames: sorts && config.regroup_frames, lines, redrawn, policy: LinesPolicy::default(), sorts: SortPolicy::default(), moved: None, moved_event: None })
@@ -375,14 +381,15 @@ impl Batch {
         let actions = actions.unwrap_or(&self.actions);
         let order = self.order.as_ref();
         let drawn = draw && frames == 1 && self.pixels.is_some();
-        if let (true, true, Some(pixels), Some((snapshot, logs))) =
+        if let (true, true, Some(pixels), Some((snapshot, logs, queue))) =
             (drawn, self.policy.by_lines_now(), self.pixels.as_mut(), self.lines.as_mut())
         {
             // Drawn after the frame (BatchConfig::draw_lines): the states before it, the frame
             // run undrawn with its logs, then the line renderer.
             self.gpu.stream.memcpy_dtod(&self.states, snapshot).map_err(|e| Error::Cuda(format!("{e:?}")))?;
-            self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, None, order, &mut self.ran, Some(logs))?;
-            self.gpu.draw_lines(&self.states, snapshot, self.packing, &self.prg, &self.code, &self.chr, actions, logs, pixels, &mut self.redrawn, self.n_envs)?;
+            self.gpu.stream.memset_zeros(queue).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+            self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, None, order, &mut self.ran, Some(logs), Some(&mut *queue))?;
+            self.gpu.draw_lines(&self.states, snapshot, self.packing, &self.prg, &self.code, &self.chr, actions, logs, pixels, &mut self.redrawn, queue, self.n_envs)?;
             if self.policy.drawn() {
                 let mut count = [0u32];
                 self.gpu.stream.memcpy_dtoh(&self.redrawn, &mut count).map_err(|e| Error::Cuda(format!("{e:?}")))?;
@@ -395,7 +402,7 @@ impl Batch {
             self.policy.drawn();
         }
         let pixels = if draw { self.pixels.as_mut() } else { None };
-        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, pixels, order, &mut self.ran, None)
+        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, pixels, order, &mut self.ran, None, None)
     }
 
     /// With [`BatchConfig::draw_lines`]: how the drawn steps so far were drawn ([`LinesPolicy`]).
@@ -417,7 +424,7 @@ impl Batch {
     /// while running, 0 when its last drawn step did ([`LinesPolicy`]). Counts the last step that
     /// drew; waits for the work queued before it.
     pub fn redrawn_to_host(&self) -> Result<Option<usize>, Error> {
-        let Some((_, logs)) = &self.lines else { return Ok(None) };
+        let Some((_, logs, _)) = &self.lines else { return Ok(None) };
         if !self.policy.last_by_lines {
             return Ok(Some(0));
         }
@@ -425,6 +432,21 @@ impl Batch {
         self.gpu.download(logs, 0, &mut out)?;
         let flags = |l: &[u8]| u32::from_le_bytes(l[LINE_LOG_FLAGS_AT..LINE_LOG_FLAGS_AT + 4].try_into().unwrap());
         Ok(Some(out.chunks(LINE_LOG_BYTES).filter(|l| flags(l) & LINES_REDRAW != 0).count()))
+    }
+
+    /// With pictures drawn line by line: how many envs of the last step that drew so the line
+    /// renderer's warps came to before their frame had ended, i.e. drew beside the step
+    /// (kernel-notes #166, #167); `None` when the batch does not draw line by line. Waits for
+    /// the work queued before it.
+    pub fn lines_waits_to_host(&self) -> Result<Option<u32>, Error> {
+        let Some((_, _, queue)) = &self.lines else { return Ok(None) };
+        if !self.policy.last_by_lines {
+            return Ok(Some(0));
+        }
+        let mut w = [0u32];
+        self.gpu.stream.memcpy_dtoh(&queue.slice(2..3), &mut w).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+        self.gpu.synchronize()?;
+        Ok(Some(w[0]))
     }
 
     /// Orders the envs by their instructions in the last frame ([`Batch::set_order`]), so each

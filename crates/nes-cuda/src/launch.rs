@@ -23,6 +23,7 @@ extern "C" {
         order: *const u32,
         ran: *mut u32,
         lines: *mut u8,
+        queue: *mut u32,
     );
     fn nesle_host_draw_lines(
         states: *const u8,
@@ -36,6 +37,7 @@ extern "C" {
         logs: *mut u8,
         pixels: *mut u8,
         n_envs: u32,
+        queue: *const u32,
     ) -> u32;
     fn nesle_host_code_words(prg: *const u8, len: u32, out: *mut u32);
     fn nesle_host_state_size() -> u32;
@@ -68,7 +70,7 @@ pub(crate) fn host_step(
     let Some(first) = states.first() else { return };
     let packing = Packing::of(first);
     let mut packed = packing.pack_all(states);
-    host_step_packed(&mut packed, packing, states.len(), rom, actions, order, frames, pixels, ran, None);
+    host_step_packed(&mut packed, packing, states.len(), rom, actions, order, frames, pixels, ran, None, None);
     unpack_into(states, packing, &packed);
 }
 
@@ -106,17 +108,19 @@ pub(crate) fn host_step_lines(states: &mut [FlatState], rom: &RomImage, actions:
     let n = states.len();
     let packing = Packing::of(first);
     let mut packed = packing.pack_all(states);
-    host_step_packed(&mut packed, packing, n, rom, actions, None, frames - 1, None, None, None);
+    host_step_packed(&mut packed, packing, n, rom, actions, None, frames - 1, None, None, None, None);
     let mut snapshot = packed.clone();
     let mut logs = vec![0u8; n * LINE_LOG_BYTES];
-    host_step_packed(&mut packed, packing, n, rom, actions, None, 1, None, None, Some(&mut logs));
+    // The order in which the last frame's envs ended, as the GPU's line renderer takes them.
+    let mut queue = vec![0u32; n + 3];
+    host_step_packed(&mut packed, packing, n, rom, actions, None, 1, None, None, Some(&mut logs), Some(&mut queue));
     let chr = host_chr(rom);
     assert_eq!(pixels.len(), n * PIXELS_PER_ENV, "checked by the caller");
     // SAFETY: `packed` and `snapshot` hold n states packed by `packing` (the states after and
     // before the last frame), `logs` n LineLogs that frame's step filled (LINE_LOG_BYTES each,
     // pinned against sizeof(LineLog) by `line_log_size_matches`), `actions` n bytes, `pixels` n
-    // pictures (asserted), `prg`/`chr` the ROM the states were built for; the C++ code keeps no
-    // pointer.
+    // pictures (asserted), `queue` n + 3 words that step filled (a slot left empty is skipped),
+    // `prg`/`chr` the ROM the states were built for; the C++ code keeps no pointer.
     let drawn = unsafe {
         nesle_host_draw_lines(
             packed.as_ptr(),
@@ -130,6 +134,7 @@ pub(crate) fn host_step_lines(states: &mut [FlatState], rom: &RomImage, actions:
             logs.as_mut_ptr(),
             pixels.as_mut_ptr(),
             n as u32,
+            queue.as_ptr(),
         )
     };
     unpack_into(states, packing, &packed);
@@ -149,12 +154,14 @@ fn host_step_packed(
     pixels: Option<&mut [u8]>,
     ran: Option<&mut [u32]>,
     lines: Option<&mut [u8]>,
+    queue: Option<&mut [u32]>,
 ) {
     debug_assert_eq!(actions.len(), n);
     debug_assert_eq!(packed.len(), n * packing.stride());
     debug_assert!(order.is_none_or(|o| o.len() == n));
     debug_assert!(ran.as_ref().is_none_or(|r| r.len() == n));
     debug_assert!(lines.as_ref().is_none_or(|l| l.len() == n * LINE_LOG_BYTES));
+    debug_assert!(queue.as_ref().is_none_or(|q| q.len() == n + 3));
     let px = match pixels {
         Some(p) => {
             debug_assert_eq!(p.len(), n * PIXELS_PER_ENV);
@@ -168,8 +175,8 @@ fn host_step_packed(
     // order; FlatState's C twin is generated from the same field table, sizes pinned by
     // static_asserts on both sides). `actions` has n bytes, `pixels` n*256*240 bytes or is
     // null, `order` is null or a permutation of 0..n (checked by the caller), `ran` null or n
-    // counts, `lines` null or n LineLogs, `prg`/`chr` are the ROM images the states' banking
-    // maps were built for (each state's maps index inside them, as Cart::load validates). The
+    // counts, `lines` null or n LineLogs, `queue` null or n + 3 zeroed words, `prg`/`chr` are
+    // the ROM images the states' banking maps were built for (each state's maps index inside them, as Cart::load validates). The
     // C++ code does not retain any pointer after returning.
     unsafe {
         nesle_host_step(
@@ -186,6 +193,7 @@ fn host_step_packed(
             order.map_or(std::ptr::null(), |o| o.as_ptr()),
             ran.map_or(std::ptr::null_mut(), |r| r.as_mut_ptr()),
             lines.map_or(std::ptr::null_mut(), |l| l.as_mut_ptr()),
+            queue.map_or(std::ptr::null_mut(), |q| q.as_mut_ptr()),
         );
     }
 }
@@ -296,8 +304,8 @@ mod images;
 
 use crate::Error;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DriverError, LaunchConfig, PinnedHostSlice,
-    PushKernelArg,
+    sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DriverError, LaunchConfig,
+    PinnedHostSlice, PushKernelArg,
 };
 use std::sync::Arc;
 
@@ -385,10 +393,12 @@ fn gray84_grid(n_envs: usize, sms: u32) -> LaunchConfig {
 /// kernels/lines.cuh's `LINES_WARPS`: the envs (a warp each) of a `nesle_draw_lines` block.
 const LINES_WARPS: u32 = 4;
 
-/// A warp per env, `LINES_WARPS` envs a block.
-fn warp_grid(n: usize) -> LaunchConfig {
+/// `nesle_draw_lines`'s blocks: as many as the GPU holds at once (6 an SM, its launch bound),
+/// fewer when there are fewer envs than warps. Each warp draws env after env from the queue.
+fn lines_grid(n: usize, sms: u32) -> LaunchConfig {
+    let blocks = (n as u32).div_ceil(LINES_WARPS).min(6 * sms.max(1)).max(1);
     LaunchConfig {
-        grid_dim: ((n as u32).div_ceil(LINES_WARPS), 1, 1),
+        grid_dim: (blocks, 1, 1),
         block_dim: (LINES_WARPS * 32, 1, 1),
         shared_mem_bytes: 0,
     }
@@ -573,6 +583,10 @@ pub(crate) struct Gpu {
     order_out: CudaFunction,
     /// Streaming multiprocessors (the step grid's cap is per SM).
     sms: u32,
+    /// Whether the line renderer runs beside the step it draws (a programmatic dependent launch:
+    /// sm_90 and later). `NESLE_PDL=0` turns it off, to measure what the overlap gains
+    /// (kernel-notes #166, #167).
+    pdl: bool,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -613,8 +627,11 @@ impl Gpu {
             )
             .map_err(cuda)?
             .max(1) as u32;
+        let (major, _) = ctx.compute_capability().map_err(cuda)?;
+        let pdl = major >= 9 && std::env::var("NESLE_PDL").map_or(true, |v| v != "0");
         Ok(Gpu {
             sms,
+            pdl,
             step: f("nesle_step")?,
             reset: f("nesle_reset_from_bank")?,
             gather_ram: f("nesle_gather_ram")?,
@@ -722,6 +739,7 @@ impl Gpu {
         order: Option<&CudaSlice<u32>>,
         ran: &mut CudaSlice<u32>,
         lines: Option<&mut CudaSlice<u8>>,
+        queue: Option<&mut CudaSlice<u32>>,
     ) -> Result<(), Error> {
         check_len("states", states.len(), n_envs * packing.stride())?;
         check_len("actions", actions.len(), n_envs)?;
@@ -731,6 +749,9 @@ impl Gpu {
         }
         if let Some(o) = order {
             check_len("order", o.len(), n_envs)?;
+        }
+        if let Some(q) = &queue {
+            check_len("queue", q.len(), n_envs + 3)?;
         }
         if let Some(p) = &pixels {
             check_len("pixels", p.len(), n_envs * crate::PIXELS_PER_ENV)?;
@@ -755,10 +776,15 @@ impl Gpu {
             Some(l) => b.arg(l),
             None => b.arg(&null),
         };
+        match queue {
+            Some(q) => b.arg(q),
+            None => b.arg(&null),
+        };
         // SAFETY: the argument list matches `nesle_step` in kernels/nesle.cu: (u8*, u32, u32,
         // const u8*, const u32*, const u8*, const u8*, u32, u32, u8*, const u32*, u32*,
-        // LineLog*), with a null u64 standing for a null pixel, order or line-log pointer; `ran`
-        // holds n_envs counts, `lines` n_envs LineLogs (checked). `order` holds a permutation of
+        // LineLog*, u32*), with a null u64 standing for a null pixel, order, line-log or queue
+        // pointer; `ran` holds n_envs counts, `lines` n_envs LineLogs, `queue` n_envs + 3 words
+        // zeroed by the caller (checked: each env takes one slot). `order` holds a permutation of
         // 0..n_envs (Batch checks it before upload), so every env is stepped once, by one thread.
         // Lengths were checked above: states holds n_envs states packed by `packing` (packed.rs,
         // the regions kernels/console.cuh's nes_convert copies; the FlatState layout is pinned by
@@ -791,10 +817,12 @@ impl Gpu {
         lines: &mut CudaSlice<u8>,
         pixels: &mut CudaSlice<u8>,
         redrawn: &mut CudaSlice<u32>,
+        queue: &mut CudaSlice<u32>,
         n_envs: usize,
     ) -> Result<(), Error> {
         check_len("states", states.len(), n_envs * packing.stride())?;
         check_len("snapshot", snapshot.len(), n_envs * packing.stride())?;
+        check_len("queue", queue.len(), n_envs + 3)?;
         check_len("redraw count", redrawn.len(), 1)?;
         check_len("actions", actions.len(), n_envs)?;
         check_len("line logs", lines.len(), n_envs * LINE_LOG_BYTES)?;
@@ -803,15 +831,61 @@ impl Gpu {
             return Ok(());
         }
         let (n, stride, bits) = (n_envs as u32, packing.stride() as u32, packing.bits());
-        let mut b = self.stream.launch_builder(&self.draw_lines);
-        b.arg(states).arg(&stride).arg(&bits).arg(chr).arg(&mut *lines).arg(&mut *pixels).arg(&n).arg(redrawn);
-        // SAFETY: matches `nesle_draw_lines(const u8*, u32, u32, const u8*, LineLog*, u8*, u32,
-        // u32*)`; `redrawn` one counter, added to atomically;
-        // lengths checked above; `states` holds n_envs states packed by `packing` and validated
-        // against this ROM (its CHR maps index inside `chr` or the state's CHR RAM), `lines` the
-        // LineLogs nesle_step wrote for them. A warp per env (LINES_WARPS a block) touches only
-        // its env's log and picture.
-        unsafe { b.launch(warp_grid(n_envs)) }.map_err(cuda)?;
+        // SAFETY (both launches): matches `nesle_draw_lines(const u8*, u32, u32, const u8*,
+        // LineLog*, u8*, u32, u32*, u32*)`; `redrawn` one counter, added to atomically; lengths
+        // checked above; `states` holds n_envs states packed by `packing` and validated against
+        // this ROM (its CHR maps index inside `chr` or the state's CHR RAM), `lines` the
+        // LineLogs and `queue` the n_envs + 3 words the nesle_step just launched fills (zeroed
+        // before it): the warps take the slots one at a time and wait for each env there, which
+        // that launch puts in every slot. The warp drawing an env touches only its log and picture.
+        let cfg = lines_grid(n_envs, self.sms);
+        if self.pdl {
+            // Launched as dependent on the step before it: its blocks may be scheduled once every
+            // step block runs (nesle_step's `griddepcontrol.launch_dependents`), on the SMs the
+            // step leaves; it ends after the step (`griddepcontrol.wait`). kernel-notes #166.
+            let (s, _s) = states.device_ptr(&self.stream);
+            let (c, _c) = chr.device_ptr(&self.stream);
+            let (l, _l) = lines.device_ptr_mut(&self.stream);
+            let (p, _p) = pixels.device_ptr_mut(&self.stream);
+            let (r, _r) = redrawn.device_ptr_mut(&self.stream);
+            let (q, _q) = queue.device_ptr_mut(&self.stream);
+            let mut params: [*mut std::ffi::c_void; 9] = [
+                &s as *const u64 as *mut _,
+                &stride as *const u32 as *mut _,
+                &bits as *const u32 as *mut _,
+                &c as *const u64 as *mut _,
+                &l as *const u64 as *mut _,
+                &p as *const u64 as *mut _,
+                &n as *const u32 as *mut _,
+                &r as *const u64 as *mut _,
+                &q as *const u64 as *mut _,
+            ];
+            // SAFETY: a plain C struct and union; zero is a valid value of each field.
+            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attr.value.programmaticStreamSerializationAllowed = 1;
+            let config = sys::CUlaunchConfig {
+                gridDimX: cfg.grid_dim.0,
+                gridDimY: 1,
+                gridDimZ: 1,
+                blockDimX: cfg.block_dim.0,
+                blockDimY: 1,
+                blockDimZ: 1,
+                sharedMemBytes: 0,
+                hStream: self.stream.cu_stream(),
+                attrs: &mut attr,
+                numAttrs: 1,
+            };
+            // SAFETY: as above; `params` points at the 9 arguments in the kernel's order, alive
+            // (with the buffers' guards) until the call returns, which copies them.
+            unsafe { sys::cuLaunchKernelEx(&config, self.draw_lines.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }
+                .result()
+                .map_err(cuda)?;
+        } else {
+            let mut b = self.stream.launch_builder(&self.draw_lines);
+            b.arg(states).arg(&stride).arg(&bits).arg(chr).arg(&mut *lines).arg(&mut *pixels).arg(&n).arg(&mut *redrawn).arg(&mut *queue);
+            unsafe { b.launch(cfg) }.map_err(cuda)?;
+        }
         let mut b = self.stream.launch_builder(&self.redraw);
         b.arg(snapshot).arg(&stride).arg(&bits).arg(prg).arg(code).arg(chr).arg(actions).arg(&*lines).arg(pixels).arg(&n);
         // SAFETY: matches `nesle_redraw(u8*, u32, u32, const u8*, const u32*, const u8*, const
@@ -1025,7 +1099,7 @@ pub(crate) fn tables_as_bytes(t: &GrayTables) -> &[u8] {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_entry_points, default_step_block, host_lines_vert_check, parse_timeout, step_grid};
+    use super::{check_entry_points, default_step_block, host_lines_vert_check, lines_grid, parse_timeout, step_grid};
     use std::time::Duration;
 
     #[test]
@@ -1071,6 +1145,16 @@ mod tests {
         assert_eq!(step_grid(65_536, 128, 132, 2).grid_dim.0, 264);
         // A cap above what the envs need changes nothing.
         assert_eq!(step_grid(1_000, 128, 132, 2).grid_dim.0, 8);
+    }
+
+    #[test]
+    fn the_line_renderers_grid_is_what_the_gpu_holds_at_once_and_no_more_than_the_envs_need() {
+        // 6 blocks of 4 warps an SM; each warp then takes envs from the queue until it is empty.
+        let g = lines_grid(65_536, 132);
+        assert_eq!((g.grid_dim.0, g.block_dim.0), (792, 128));
+        // Fewer envs than warps: a warp an env, the last block partly idle.
+        assert_eq!(lines_grid(9, 132).grid_dim.0, 3);
+        assert_eq!(lines_grid(0, 0).grid_dim.0, 1);
     }
 
     #[test]

@@ -269,6 +269,8 @@ fn bench(a: &Args) -> Result<(), String> {
             // Envs whose last frame the line renderer left to a redraw (null: not drawn that way).
             let redrawn = batch.redrawn_to_host().map_err(|e| e.to_string())?;
             let redrawn_json = redrawn.map_or("null".to_string(), |k| k.to_string());
+            // The envs of the last step the line renderer waited for: it ran beside the step (kernel-notes #166).
+            let waits = batch.lines_waits_to_host().map_err(|e| e.to_string())?.unwrap_or(0);
             // Drawn steps (warm-up included) drawn line by line and while running (LinesPolicy).
             let policy = batch.lines_policy();
             let (by_lines, while_running) = policy.map_or((0, 0), |p| (p.by_lines, p.while_running));
@@ -286,13 +288,13 @@ fn bench(a: &Args) -> Result<(), String> {
                 (false, _) => String::new(),
                 (true, None) => format!("  (84x84 gray: {gray_s:.3} s of it)"),
                 (true, Some(k)) => format!(
-                    "  (84x84 gray: {gray_s:.3} s of it; last step: {k} envs redrawn; drawn steps: {by_lines} line by line, {while_running} while running)"
+                    "  (84x84 gray: {gray_s:.3} s of it; last step: {k} envs redrawn, {waits} envs waited for by the drawing; drawn steps: {by_lines} line by line, {while_running} while running)"
                 ),
             };
             println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}{regrouped}{grayed}", p, n, a.pixels, rate, wall,
                 if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
             rows.push(format!(
-                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_frames\": {}, \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}, \"drawn\": \"{}\", \"redrawn_last_step\": {redrawn_json}, \"steps_drawn_by_lines\": {by_lines}, \"steps_drawn_while_running\": {while_running}, \"steps_sorted\": {}, \"steps_sort_skipped\": {}}}",
+                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_frames\": {}, \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}, \"drawn\": \"{}\", \"redrawn_last_step\": {redrawn_json}, \"lines_waits_last_step\": {waits}, \"steps_drawn_by_lines\": {by_lines}, \"steps_drawn_while_running\": {while_running}, \"steps_sorted\": {}, \"steps_sort_skipped\": {}}}",
                 a.pixels, a.steps, a.warmup, a.frameskip, regroup,
                 if a.regroup_by_phase { "phase" } else if a.regroup_on_host { "instructions, on the host" } else { "instructions, on the device" },
                 a.regroup_frames,
