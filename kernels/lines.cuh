@@ -25,9 +25,14 @@
 // marked LINES_REDRAW and drawn again by `nesle_redraw`, which runs it once more, drawing as it
 // runs, from a copy of the state before it. A last check compares `v`, `t` and fine X as this
 // model leaves them with the state after the frame: any disagreement redraws too.
+//
+// Given an output buffer, the warp that drew an env also makes its 84x84 picture (picture.cuh's
+// two passes, a warp's share), while the picture is fresh in L2 and, beside the step, on SMs the
+// step has left (kernel-notes #168); `nesle_gray84_redrawn` makes those of the redrawn envs.
 #pragma once
 #include "types.h"
 #include "console.cuh"
+#include "picture.cuh"
 
 // Where the field at offset `off` of a FlatState lies in a state packed with `packing`
 // (nes_convert's layout); `off` must not be in a region the packing drops.
@@ -420,6 +425,28 @@ extern "C" u32 nesle_host_lines_vert_check(void) {
 }
 #endif
 
+// A warp's share of output row `oy` of an 84x84 picture (picture.cuh), lane `lane`'s part: the
+// row sums of its 8 source columns, in two groups of 4 as nesle_gray84's threads take them, into
+// the warp's `rows` (256 floats, 16-byte aligned). The same float operations in the same order
+// as nesle_gray84, so the same bytes.
+NESLE_FN void lines_gray_sums(const GrayTables& t, const u8* px, u32 oy, float* rows, u32 lane) {
+    for (u32 x = lane * 4; x < 256; x += 128) {
+        float s[4];
+        gray84_row_sums4(t, px, oy, x, s);
+#if defined(__CUDA_ARCH__)
+        *(float4*)&rows[x] = make_float4(s[0], s[1], s[2], s[3]);
+#else
+        for (u32 c = 0; c < 4; c++) rows[x + c] = s[c];
+#endif
+    }
+}
+
+// Then the row's pixels from its sums: lane `lane` makes pixels lane, lane + 32 and lane + 64.
+NESLE_FN void lines_gray_pixels(const GrayTables& t, const float* rows, u8* out, u32 oy, u32 lane) {
+    for (u32 ox = lane; ox < GRAY_SIZE; ox += 32)
+        out[oy * GRAY_SIZE + ox] = gray84_from_rows(t.col_idx + ox * GRAY_COL_TAPS, t.col_w + ox * GRAY_COL_TAPS, rows);
+}
+
 #if defined(__CUDACC__)
 #define LINES_WARPS 4  // envs a block of nesle_draw_lines, a warp each
 
@@ -450,7 +477,8 @@ NESLE_FN u32 lines_wait_slot(u32* queue, u32 slot) {
 }
 
 // Env `env`'s picture by one warp (lane `lane`), `masks` and `palette` the warp's shared memory.
-NESLE_FN void lines_draw_env(const u8* states, u32 stride, u32 packing, const u8* chr, LineLog* logs, u8* pixels,
+// False (on every lane) when the env is left to nesle_redraw.
+NESLE_FN bool lines_draw_env(const u8* states, u32 stride, u32 packing, const u8* chr, LineLog* logs, u8* pixels,
                               u32* redrawn, u64* masks, u8* palette, u32 env, u32 lane) {
     const u8* packed = states + (u64)env * stride;
     LineLog& log = logs[env];
@@ -462,7 +490,7 @@ NESLE_FN void lines_draw_env(const u8* states, u32 stride, u32 packing, const u8
             log.flags |= LINES_REDRAW;
             atomicAdd(redrawn, 1u);
         }
-        return;
+        return false;
     }
     LineScene c = lines_scene(packed, packing, chr);
     // The palette, read for every pixel, from shared memory.
@@ -472,11 +500,25 @@ NESLE_FN void lines_draw_env(const u8* states, u32 stride, u32 packing, const u8
     u8* px = pixels + (u64)env * 256 * 240;
     if (blank) {
         lines_blank(log, c, px, lane);
-        return;
+        return true;
     }
     lines_sprite_masks(c.oam, (log.ctrl & CTRL_SPRITE_16) ? 16 : 8, masks, lane);
     __syncwarp();
     lines_draw(log, c, masks, px, lane);
+    return true;
+}
+
+// The 84x84 picture of `px` into `out` by one warp (lane `lane`; `rows` the warp's 256 floats),
+// with the tables `t`: for each output row, the lanes' row sums (lines_gray_sums), then its
+// pixels (lines_gray_pixels).
+NESLE_FN void lines_gray_env(const GrayTables& t, const u8* px, u8* out, float* rows, u32 lane) {
+    __syncwarp();  // the warp's pixel stores are seen by every lane
+    for (u32 oy = 0; oy < GRAY_SIZE; oy++) {
+        lines_gray_sums(t, px, oy, rows, lane);
+        __syncwarp();
+        lines_gray_pixels(t, rows, out, oy, lane);
+        __syncwarp();  // the row's sums read before the next row's overwrite them
+    }
 }
 
 // A warp an env: the picture of the frame nesle_step just ran with `logs`; an env the renderer
@@ -488,14 +530,21 @@ NESLE_FN void lines_draw_env(const u8* states, u32 stride, u32 packing, const u8
 // waits until its env is in it, so this launch can run beside the step as a programmatic
 // dependent launch (sm_90, launch.rs), drawing on the SMs the step's blocks leave (kernel-notes
 // #166). Elsewhere it starts after the step, the queue full. The grid is what the GPU holds at
-// once (launch.rs `lines_grid`).
+// once (launch.rs `lines_grid`). `gray` null, or n_envs 84x84 pictures to make of the envs drawn
+// (`tables` picture.rs's GrayTables).
 extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32, 6) nesle_draw_lines(const u8* states, u32 stride, u32 packing,
                                                                                const u8* chr, LineLog* logs,
                                                                                u8* pixels, u32 n_envs, u32* redrawn,
-                                                                               u32* queue) {
+                                                                               u32* queue, const GrayTables* tables,
+                                                                               u8* gray) {
     __shared__ u64 masks[LINES_WARPS][240];
     __shared__ u8 palettes[LINES_WARPS][32];
+    __shared__ GrayTables t;
+    __shared__ __align__(16) float rows[LINES_WARPS][256];
     u32 w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (gray)
+        for (u32 i = threadIdx.x; i < sizeof(GrayTables) / 4; i += blockDim.x) ((u32*)&t)[i] = ((const u32*)tables)[i];
+    __syncthreads();
     // Slot after slot until the queue is taken: a warp that only drew one env would hold its SM
     // at the `griddepcontrol.wait` below, and the step's tail would draw a block's worth at most
     // (kernel-notes #167). No block barrier follows, so each warp leaves on its own.
@@ -505,8 +554,9 @@ extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32, 6) nesle_draw_lin
         slot = __shfl_sync(~0u, slot, 0);
         if (slot >= n_envs) break;
         u32 env = lines_wait_slot(queue, slot) - 1;
-        lines_draw_env(states, stride, packing, chr, logs, pixels, redrawn, masks[w], palettes[w], env, lane);
-        __syncwarp();  // the warp's shared masks and palette are the next env's
+        bool drawn = lines_draw_env(states, stride, packing, chr, logs, pixels, redrawn, masks[w], palettes[w], env, lane);
+        if (drawn && gray) lines_gray_env(t, pixels + (u64)env * 256 * 240, gray + (u64)env * GRAY_PIXELS, rows[w], lane);
+        __syncwarp();  // the warp's shared masks, palette and rows are the next env's
     }
 #if __CUDA_ARCH__ >= 900
     // The launches after this one wait for it alone: it ends after the step it may run beside.
@@ -520,13 +570,37 @@ extern "C" __global__ void nesle_redraw(u8* snapshot, u32 stride, u32 packing, c
     u32 env = blockIdx.x * blockDim.x + threadIdx.x;
     if (env < n_envs) nes_redraw_env(snapshot, stride, packing, prg, code, chr, actions, logs, pixels, env);
 }
+
+// The 84x84 pictures of the envs nesle_draw_lines left to nesle_redraw (LINES_REDRAW), after
+// it: a warp an env, the warps looping over the envs.
+extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32) nesle_gray84_redrawn(const u8* pixels, const LineLog* logs,
+                                                                                const GrayTables* tables, u8* gray,
+                                                                                u32 n_envs) {
+    __shared__ GrayTables t;
+    __shared__ __align__(16) float rows[LINES_WARPS][256];
+    for (u32 i = threadIdx.x; i < sizeof(GrayTables) / 4; i += blockDim.x) ((u32*)&t)[i] = ((const u32*)tables)[i];
+    __syncthreads();
+    u32 w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (u32 env = blockIdx.x * LINES_WARPS + w; env < n_envs; env += gridDim.x * LINES_WARPS)
+        if (logs[env].flags & LINES_REDRAW)
+            lines_gray_env(t, pixels + (u64)env * 256 * 240, gray + (u64)env * GRAY_PIXELS, rows[w], lane);
+}
 #else
+// lines_gray_env with the lanes one after another.
+static void lines_host_gray_env(const GrayTables& t, const u8* px, u8* out) {
+    float rows[256];
+    for (u32 oy = 0; oy < GRAY_SIZE; oy++) {
+        for (u32 lane = 0; lane < 32; lane++) lines_gray_sums(t, px, oy, rows, lane);
+        for (u32 lane = 0; lane < 32; lane++) lines_gray_pixels(t, rows, out, oy, lane);
+    }
+}
+
 // The host twins of nesle_draw_lines and nesle_redraw, one after the other; the lanes of an env
 // one after another. Returns the envs drawn line by line (the rest were redrawn).
 // The envs in `queue`'s order (nes_publish's, filled by the host step), as the GPU's warps take them.
 extern "C" u32 nesle_host_draw_lines(const u8* states, u8* snapshot, u32 stride, u32 packing, const u8* prg,
                                      const u32* code, const u8* chr, const u8* actions, LineLog* logs, u8* pixels, u32 n_envs,
-                                     const u32* queue) {
+                                     const u32* queue, const GrayTables* tables, u8* gray) {
     static thread_local u64 masks[240];
     u32 drawn = 0;
     for (u32 slot = 0; slot < n_envs; slot++) {
@@ -549,7 +623,16 @@ extern "C" u32 nesle_host_draw_lines(const u8* states, u8* snapshot, u32 stride,
         }
         if (!blank)
             for (u32 lane = 0; lane < 32; lane++) lines_draw(log, c, masks, px, lane);
+        if (gray) lines_host_gray_env(*tables, px, gray + (u64)env * GRAY_PIXELS);
     }
     return drawn;
+}
+
+// The host twin of nesle_gray84_redrawn.
+extern "C" void nesle_host_gray84_redrawn(const u8* pixels, const LineLog* logs, const GrayTables* tables, u8* gray,
+                                          u32 n_envs) {
+    for (u32 env = 0; env < n_envs; env++)
+        if (logs[env].flags & LINES_REDRAW)
+            lines_host_gray_env(*tables, pixels + (u64)env * 256 * 240, gray + (u64)env * GRAY_PIXELS);
 }
 #endif

@@ -1,7 +1,6 @@
 //! Builds the kernels twice from the same sources:
-//! 1. `kernels/host.cpp` and `kernels/host_picture.cpp` with the host C++ compiler (cc crate)
-//!    into a static library, for the CPU parity tests (no GPU, runs in CI) and the CPU
-//!    backend's gray84;
+//! 1. `kernels/host.cpp` with the host C++ compiler (cc crate) into a static library, for the
+//!    CPU parity tests (no GPU, runs in CI) and the CPU backend's gray84;
 //! 2. `kernels/nesle.cu` with nvcc into a fatbin (SASS sm_75/80/86/89/90 + PTX compute_90),
 //!    embedded by `src/launch.rs`. nvcc comes from `NESLE_NVCC`, else the pinned pip wheel
 //!    (`site-packages/nvidia/cu13/bin/nvcc`, see docs TOOLCHAIN.md), else `nvcc` on PATH.
@@ -83,7 +82,6 @@ fn main() {
     cc::Build::new()
         .cpp(true)
         .file(kdir.join("host.cpp"))
-        .file(kdir.join("host_picture.cpp"))
         .include(&kdir)
         // picture.cuh must round like the GPU: no fused multiply-adds on FMA hosts either.
         .flag_if_supported("-ffp-contract=off")

@@ -5,7 +5,8 @@ Everything per step stays in device memory as torch tensors: the actions are loo
 device table of button masks, the batch records the RAM after every frame straight into a
 device trace (``CudaBatch.step_trace(out=...)``), the game's reward and done functions (the same
 :mod:`nesle.games` code the CPU backend runs, see ``games/_xp.py``) run on that trace, pictures
-are made from the device picture buffer, and ended episodes restart from a bank of start states
+are made from the device picture buffer (84x84 ones by the step itself, as it draws:
+``step_trace(gray84=...)``), and ended episodes restart from a bank of start states
 uploaded once (``CudaBatch.reset_from_bank``) without their states crossing to the host.
 
 What still crosses: one small read per step that validates the actions (a bad action must
@@ -83,7 +84,11 @@ class DeviceStep:
         torch, env = self.torch, self.env
         n, fs = env.num_envs, env.frameskip
         buttons = self.masks[self.check_actions(actions)]
-        trace = env._batch.step_trace(buttons, fs, out=self.trace)
+        if env.obs_mode == "gray84":  # made as the step's last frame is drawn, into the next slot
+            gray = self.frames[(self.head + 1) % env.frame_stack]
+            trace = env._batch.step_trace(buttons, fs, out=self.trace, gray84=gray)
+        else:
+            trace = env._batch.step_trace(buttons, fs, out=self.trace)
         reward = torch.zeros(n, dtype=torch.float64, device=self.dev)
         ended = torch.zeros(n, dtype=torch.bool, device=self.dev)
         end_frame = torch.full((n,), fs - 1, dtype=torch.int64, device=self.dev)
@@ -103,7 +108,7 @@ class DeviceStep:
         if env.max_episode_steps is not None:
             truncated = (self.elapsed >= env.max_episode_steps) & ~terminated
         self.fresh.zero_()
-        self.push()
+        self.push(made=env.obs_mode == "gray84")
         info = self.info(trace[end_frame, self.arange])
         if env.autoreset:
             done = terminated | truncated
@@ -166,11 +171,14 @@ class DeviceStep:
         shape = (1, n) + (1,) * (self.frames.dim() - 2)
         self.frames.copy_(torch.where(mask.view(shape), first.unsqueeze(0), self.frames))
 
-    def push(self) -> None:
-        """Every console's observation frame now, into the next slot of the ring."""
+    def push(self, made: bool = False) -> None:
+        """Every console's observation frame now, into the next slot of the ring (`made`: the
+        step already wrote it there)."""
         env = self.env
         self.head = (self.head + 1) % env.frame_stack
         slot = self.frames[self.head]
+        if made:
+            return
         if env.obs_mode == "ram":
             slot.copy_(self.ram)
         elif env.obs_mode == "gray84":

@@ -200,12 +200,16 @@ class CudaBatch:
         dtype, ``ValueError`` for another shape or device, or ``frames`` outside 0..2**20.
         """
 
-    def step_trace(self, actions: Any, frames: int, *, out: Any = None) -> Any:
+    def step_trace(self, actions: Any, frames: int, *, out: Any = None, gray84: Any = None) -> Any:
         """Like ``step``, and return the work RAM after every frame: a new (frames, N, 2048)
         uint8 array; or, with ``out`` (a contiguous CUDA uint8 tensor of that shape on this
-        batch's device), write it there on the GPU, asynchronously, and return ``out``. Raises
-        like ``step``; ``ValueError`` for ``frames`` outside 1..1024 or a wrong ``out`` shape,
-        ``TypeError`` for an ``out`` that is not a CUDA uint8 tensor."""
+        batch's device), write it there on the GPU, asynchronously, and return ``out``. With
+        ``out``, ``gray84`` (a contiguous CUDA uint8 tensor (N, 84, 84)) receives every
+        console's picture after the step as 84x84 grayscale, the bytes ``gray84()`` would
+        write, made as the last frame is drawn (cheaper than a ``gray84()`` call after). Raises
+        like ``step``; ``ValueError`` for ``frames`` outside 1..1024, a wrong ``out`` or
+        ``gray84`` shape or ``gray84`` without ``out``, ``TypeError`` for an ``out`` or
+        ``gray84`` that is not a CUDA uint8 tensor."""
 
     def gray84(self, out: Any) -> Any:
         """Every console's last picture as 84x84 grayscale (``gray84`` on the GPU, the same

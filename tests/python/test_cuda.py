@@ -406,6 +406,27 @@ def test_gray84_kernel_gives_the_cpu_bytes(smb_rom):
         gpu.gray84(np.zeros((n, 84, 84), np.uint8))
 
 
+@pytest.mark.parametrize("frames", [1, 4])
+def test_gray84_made_by_the_step_gives_the_cpu_bytes(smb_rom, frames):
+    # The line renderer's 84x84 pictures (step_trace(gray84=...)), the drawn envs' and the
+    # redrawn ones', against the CPU's of the same pictures; Start at random at first, so the
+    # envs' frames differ (title, black screens, play).
+    n = 64
+    gpu = _native.CudaBatch(smb_rom, n)
+    rng = np.random.default_rng(5)
+    trace = torch.zeros((frames, n, 2048), dtype=torch.uint8, device="cuda")
+    gray = torch.zeros((n, 84, 84), dtype=torch.uint8, device="cuda")
+    for t in range(40):
+        a = np.where(rng.random(n) < 0.3, nesle.BUTTON_START, 0) if t < 20 else rng.integers(0, 256, n)
+        gray.fill_(7)  # every byte must be written again
+        assert gpu.step_trace(a.astype(np.uint8), frames, out=trace, gray84=gray) is trace
+        np.testing.assert_array_equal(gray.cpu().numpy(), _native.gray84(gpu.pixels()), err_msg=f"step {t}")
+    with pytest.raises(ValueError, match="shape"):
+        gpu.step_trace(np.zeros(n, np.uint8), frames, out=trace, gray84=torch.zeros((n, 84, 83), dtype=torch.uint8, device="cuda"))
+    with pytest.raises(ValueError, match="out"):
+        gpu.step_trace(np.zeros(n, np.uint8), frames, gray84=gray)
+
+
 _SOURCE_RUN = """
 import sys, numpy as np, nesle
 from nesle import _native

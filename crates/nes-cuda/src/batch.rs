@@ -312,7 +312,20 @@ impl Batch {
         }
         self.gpu.upload(actions, &mut self.actions, 0)?;
         let regrouped = self.auto_regroup()?;
-        self.launch_step(None, frames, regrouped)
+        self.launch_step(None, frames, regrouped, None)
+    }
+
+    /// [`Batch::step`], then every env's 84x84 picture into `out` as [`Batch::gray84`] makes it
+    /// (the same bytes), made by the line renderer as it draws each env, beside the step's last
+    /// frame where the GPU can (kernel-notes #168), instead of in a pass after the step.
+    pub fn step_gray84(&mut self, actions: &[u8], frames: u32, out: &mut CudaSlice<u8>) -> Result<(), Error> {
+        if actions.len() != self.n_envs {
+            return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), self.n_envs)));
+        }
+        self.check_gray84(out)?;
+        self.gpu.upload(actions, &mut self.actions, 0)?;
+        let regrouped = self.auto_regroup()?;
+        self.launch_step(None, frames, regrouped, Some(out))
     }
 
     /// Like [`Batch::step`] with actions already on the device (`n_envs` bytes).
@@ -321,7 +334,7 @@ impl Batch {
             return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), self.n_envs)));
         }
         let regrouped = self.auto_regroup()?;
-        self.launch_step(Some(actions), frames, regrouped)
+        self.launch_step(Some(actions), frames, regrouped, None)
     }
 
     /// Like [`Batch::step`], recording every env's work RAM after every frame into `trace`:
@@ -329,6 +342,29 @@ impl Batch {
     /// `actions` are device buttons (`n_envs` bytes), or `None` for the last uploaded ones.
     /// One launch per frame; pictures, if enabled, are drawn for the last frame only, as by `step`.
     pub fn step_trace(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32, trace: &mut CudaSlice<u8>) -> Result<(), Error> {
+        self.step_trace_inner(actions, frames, trace, None)
+    }
+
+    /// [`Batch::step_trace`] with every env's 84x84 picture into `out`, as
+    /// [`Batch::step_gray84`] makes it.
+    pub fn step_trace_gray84(
+        &mut self,
+        actions: Option<&CudaSlice<u8>>,
+        frames: u32,
+        trace: &mut CudaSlice<u8>,
+        out: &mut CudaSlice<u8>,
+    ) -> Result<(), Error> {
+        self.check_gray84(out)?;
+        self.step_trace_inner(actions, frames, trace, Some(out))
+    }
+
+    fn step_trace_inner(
+        &mut self,
+        actions: Option<&CudaSlice<u8>>,
+        frames: u32,
+        trace: &mut CudaSlice<u8>,
+        mut gray: Option<&mut CudaSlice<u8>>,
+    ) -> Result<(), Error> {
         let per_frame = self.n_envs * 0x800;
         if trace.len() < frames as usize * per_frame {
             return Err(Error::BadArgument(format!(
@@ -341,10 +377,14 @@ impl Batch {
         let regrouped = self.auto_regroup()?;
         for f in 0..frames {
             self.regroup_before_frame(f, regrouped)?;
-            self.launch_step_drawing(actions, 1, f + 1 == frames)?;
+            let last = f + 1 == frames;
+            self.launch_step_drawing(actions, 1, last, if last { gray.as_deref_mut() } else { None })?;
             self.gpu.gather_ram_at(&self.states, trace, f as usize * per_frame, self.n_envs, self.packing)?;
         }
-        Ok(())
+        match gray {
+            Some(out) if frames == 0 => self.gray84(out),
+            _ => Ok(()),
+        }
     }
 
     /// Uploads host buttons for the next [`Batch::step_trace`] with `actions: None`.
@@ -360,12 +400,24 @@ impl Batch {
     /// and a warp runs different parts of the frame one after the other (protocol B on an H200:
     /// 242k frames/s one frame per launch vs 188k four; docs/kernel-notes.md, row 13).
     /// `regrouped`: this step regrouped first (`auto_regroup`).
-    fn launch_step(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32, regrouped: bool) -> Result<(), Error> {
+    /// `gray`: the last frame's 84x84 pictures (checked by the caller); with no frame, made of
+    /// the pictures as they are.
+    fn launch_step(
+        &mut self,
+        actions: Option<&CudaSlice<u8>>,
+        frames: u32,
+        regrouped: bool,
+        mut gray: Option<&mut CudaSlice<u8>>,
+    ) -> Result<(), Error> {
         for f in 0..frames {
             self.regroup_before_frame(f, regrouped)?;
-            self.launch_step_drawing(actions, 1, f + 1 == frames)?;
+            let last = f + 1 == frames;
+            self.launch_step_drawing(actions, 1, last, if last { gray.as_deref_mut() } else { None })?;
         }
-        Ok(())
+        match gray {
+            Some(out) if frames == 0 => self.gray84(out),
+            _ => Ok(()),
+        }
     }
 
     /// [`BatchConfig::regroup_frames`]: a step that regrouped first regroups again before each
@@ -377,7 +429,18 @@ impl Batch {
         Ok(())
     }
 
-    fn launch_step_drawing(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32, draw: bool) -> Result<(), Error> {
+    /// `gray` (with `draw`): the 84x84 pictures of the frame drawn, made by the line renderer when
+    /// it draws this frame, else by `gray84` after it.
+    fn launch_step_drawing(
+        &mut self,
+        actions: Option<&CudaSlice<u8>>,
+        frames: u32,
+        draw: bool,
+        gray: Option<&mut CudaSlice<u8>>,
+    ) -> Result<(), Error> {
+        if gray.is_some() {
+            self.upload_gray_tables()?;
+        }
         let actions = actions.unwrap_or(&self.actions);
         let order = self.order.as_ref();
         let drawn = draw && frames == 1 && self.pixels.is_some();
@@ -389,7 +452,11 @@ impl Batch {
             self.gpu.stream.memcpy_dtod(&self.states, snapshot).map_err(|e| Error::Cuda(format!("{e:?}")))?;
             self.gpu.stream.memset_zeros(queue).map_err(|e| Error::Cuda(format!("{e:?}")))?;
             self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, None, order, &mut self.ran, Some(logs), Some(&mut *queue))?;
-            self.gpu.draw_lines(&self.states, snapshot, self.packing, &self.prg, &self.code, &self.chr, actions, logs, pixels, &mut self.redrawn, queue, self.n_envs)?;
+            let gray = match (gray, &self.gray_tables) {
+                (Some(out), Some(tables)) => Some((tables, out)),
+                _ => None,
+            };
+            self.gpu.draw_lines(&self.states, snapshot, self.packing, &self.prg, &self.code, &self.chr, actions, logs, pixels, &mut self.redrawn, queue, gray, self.n_envs)?;
             if self.policy.drawn() {
                 let mut count = [0u32];
                 self.gpu.stream.memcpy_dtoh(&self.redrawn, &mut count).map_err(|e| Error::Cuda(format!("{e:?}")))?;
@@ -402,7 +469,11 @@ impl Batch {
             self.policy.drawn();
         }
         let pixels = if draw { self.pixels.as_mut() } else { None };
-        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, pixels, order, &mut self.ran, None, None)
+        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, pixels, order, &mut self.ran, None, None)?;
+        match gray {
+            Some(out) => self.gray84(out),
+            None => Ok(()),
+        }
     }
 
     /// With [`BatchConfig::draw_lines`]: how the drawn steps so far were drawn ([`LinesPolicy`]).
@@ -668,9 +739,28 @@ impl Batch {
     /// Every env's last picture as 84x84 grayscale (`picture.rs`, the same bytes the CPU
     /// backend makes) into `out`: `n_envs * 84 * 84` bytes on the device. Asynchronous.
     pub fn gray84(&mut self, out: &mut CudaSlice<u8>) -> Result<(), Error> {
-        let Some(pixels) = &self.pixels else {
-            return Err(Error::BadArgument("gray84 needs a batch with pixels".into()));
+        self.check_gray84(out)?;
+        self.upload_gray_tables()?;
+        let (Some(pixels), Some(tables)) = (&self.pixels, &self.gray_tables) else {
+            unreachable!("checked and uploaded above")
         };
+        self.gpu.gray84(pixels, tables, out, self.n_envs)
+    }
+
+    /// An error unless the batch keeps pictures and `out` holds n_envs 84x84 pictures.
+    fn check_gray84(&self, out: &CudaSlice<u8>) -> Result<(), Error> {
+        if self.pixels.is_none() {
+            return Err(Error::BadArgument("gray84 needs a batch with pixels".into()));
+        }
+        let need = self.n_envs * crate::picture::GRAY_PIXELS;
+        if out.len() < need.max(1) {
+            return Err(Error::BadArgument(format!("gray84 buffer holds {} bytes, {need} needed", out.len())));
+        }
+        Ok(())
+    }
+
+    /// `picture::GrayTables` on the device, uploaded once.
+    fn upload_gray_tables(&mut self) -> Result<(), Error> {
         if self.gray_tables.is_none() {
             let t = crate::picture::GrayTables::new();
             let bytes = launch::tables_as_bytes(&t);
@@ -678,8 +768,7 @@ impl Batch {
             self.gpu.upload(bytes, &mut buf, 0)?;
             self.gray_tables = Some(buf);
         }
-        let tables = self.gray_tables.as_ref().expect("uploaded above");
-        self.gpu.gray84(pixels, tables, out, self.n_envs)
+        Ok(())
     }
 
     /// Raw device addresses for zero-copy consumers (valid while `self` lives).

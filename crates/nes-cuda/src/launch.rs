@@ -38,7 +38,10 @@ extern "C" {
         pixels: *mut u8,
         n_envs: u32,
         queue: *const u32,
+        tables: *const GrayTables,
+        gray: *mut u8,
     ) -> u32;
+    fn nesle_host_gray84_redrawn(pixels: *const u8, logs: *const u8, tables: *const GrayTables, gray: *mut u8, n_envs: u32);
     fn nesle_host_code_words(prg: *const u8, len: u32, out: *mut u32);
     fn nesle_host_state_size() -> u32;
     #[cfg(test)]
@@ -99,8 +102,17 @@ pub(crate) const LINES_REDRAW: u32 = 2;
 /// [`host_step`] with the picture drawn after the last frame, line by line, as
 /// `BatchConfig::draw_lines` makes the GPU draw it: the frames before the last, a copy of the
 /// states, the last frame run undrawn with its LineLogs, then `nesle_host_draw_lines` (which
-/// redraws from the copy the frames it cannot draw). Returns the envs drawn line by line.
-pub(crate) fn host_step_lines(states: &mut [FlatState], rom: &RomImage, actions: &[u8], frames: u32, pixels: &mut [u8]) -> u32 {
+/// redraws from the copy the frames it cannot draw). With `gray` (n 84x84 pictures), the line
+/// renderer makes the 84x84 picture of each env it draws, then `nesle_host_gray84_redrawn`
+/// those of the redrawn ones, as `Batch::step_gray84` does. Returns the envs drawn line by line.
+pub(crate) fn host_step_lines(
+    states: &mut [FlatState],
+    rom: &RomImage,
+    actions: &[u8],
+    frames: u32,
+    pixels: &mut [u8],
+    mut gray: Option<&mut [u8]>,
+) -> u32 {
     let Some(first) = states.first() else { return 0 };
     if frames == 0 {
         return 0;
@@ -120,7 +132,13 @@ pub(crate) fn host_step_lines(states: &mut [FlatState], rom: &RomImage, actions:
     // before the last frame), `logs` n LineLogs that frame's step filled (LINE_LOG_BYTES each,
     // pinned against sizeof(LineLog) by `line_log_size_matches`), `actions` n bytes, `pixels` n
     // pictures (asserted), `queue` n + 3 words that step filled (a slot left empty is skipped),
-    // `prg`/`chr` the ROM the states were built for; the C++ code keeps no pointer.
+    // `prg`/`chr` the ROM the states were built for, `gray` null or n 84x84 pictures (asserted)
+    // with `tables` one GrayTables; the C++ code keeps no pointer.
+    let tables = GrayTables::new();
+    if let Some(g) = &gray {
+        assert_eq!(g.len(), n * GRAY_PIXELS, "checked by the caller");
+    }
+    let gray_ptr = gray.as_mut().map_or(std::ptr::null_mut(), |g| g.as_mut_ptr());
     let drawn = unsafe {
         nesle_host_draw_lines(
             packed.as_ptr(),
@@ -135,8 +153,15 @@ pub(crate) fn host_step_lines(states: &mut [FlatState], rom: &RomImage, actions:
             pixels.as_mut_ptr(),
             n as u32,
             queue.as_ptr(),
+            &tables,
+            gray_ptr,
         )
     };
+    if !gray_ptr.is_null() {
+        // SAFETY: `pixels` n pictures, `logs` the n LineLogs the draw above flagged, `gray` n
+        // 84x84 pictures (asserted), `tables` one GrayTables; no pointer kept.
+        unsafe { nesle_host_gray84_redrawn(pixels.as_ptr(), logs.as_ptr(), &tables, gray_ptr, n as u32) };
+    }
     unpack_into(states, packing, &packed);
     drawn
 }
@@ -393,8 +418,9 @@ fn gray84_grid(n_envs: usize, sms: u32) -> LaunchConfig {
 /// kernels/lines.cuh's `LINES_WARPS`: the envs (a warp each) of a `nesle_draw_lines` block.
 const LINES_WARPS: u32 = 4;
 
-/// `nesle_draw_lines`'s blocks: as many as the GPU holds at once (6 an SM, its launch bound),
-/// fewer when there are fewer envs than warps. Each warp draws env after env from the queue.
+/// `nesle_draw_lines`'s blocks (and `nesle_gray84_redrawn`'s): as many as the GPU holds at once
+/// (6 an SM, the line renderer's launch bound), fewer when there are fewer envs than warps. Each
+/// warp takes env after env.
 fn lines_grid(n: usize, sms: u32) -> LaunchConfig {
     let blocks = (n as u32).div_ceil(LINES_WARPS).min(6 * sms.max(1)).max(1);
     LaunchConfig {
@@ -578,6 +604,7 @@ pub(crate) struct Gpu {
     gray84: CudaFunction,
     draw_lines: CudaFunction,
     redraw: CudaFunction,
+    gray84_redrawn: CudaFunction,
     order_tiles: CudaFunction,
     order_stage: CudaFunction,
     order_out: CudaFunction,
@@ -638,6 +665,7 @@ impl Gpu {
             gray84: f("nesle_gray84")?,
             draw_lines: f("nesle_draw_lines")?,
             redraw: f("nesle_redraw")?,
+            gray84_redrawn: f("nesle_gray84_redrawn")?,
             order_tiles: f("nesle_order_tiles")?,
             order_stage: f("nesle_order_stage")?,
             order_out: f("nesle_order_out")?,
@@ -803,7 +831,9 @@ impl Gpu {
     /// Launches `nesle_draw_lines` then `nesle_redraw`: each env's picture of the frame its
     /// LineLog in `lines` records, drawn from `states` (after that frame) line by line, or run
     /// again from `snapshot` (the packed states before it; used as scratch). Adds the envs run
-    /// again to `redrawn[0]`.
+    /// again to `redrawn[0]`. With `gray` (the uploaded GrayTables and n_envs 84x84 pictures),
+    /// the line renderer makes each drawn env's 84x84 picture, and `nesle_gray84_redrawn` then
+    /// makes the redrawn ones'.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn draw_lines(
         &self,
@@ -818,11 +848,16 @@ impl Gpu {
         pixels: &mut CudaSlice<u8>,
         redrawn: &mut CudaSlice<u32>,
         queue: &mut CudaSlice<u32>,
+        mut gray: Option<(&CudaSlice<u8>, &mut CudaSlice<u8>)>,
         n_envs: usize,
     ) -> Result<(), Error> {
         check_len("states", states.len(), n_envs * packing.stride())?;
         check_len("snapshot", snapshot.len(), n_envs * packing.stride())?;
         check_len("queue", queue.len(), n_envs + 3)?;
+        if let Some((tables, out)) = &gray {
+            check_len("tables", tables.len(), std::mem::size_of::<GrayTables>())?;
+            check_len("gray84", out.len(), n_envs * GRAY_PIXELS)?;
+        }
         check_len("redraw count", redrawn.len(), 1)?;
         check_len("actions", actions.len(), n_envs)?;
         check_len("line logs", lines.len(), n_envs * LINE_LOG_BYTES)?;
@@ -832,12 +867,15 @@ impl Gpu {
         }
         let (n, stride, bits) = (n_envs as u32, packing.stride() as u32, packing.bits());
         // SAFETY (both launches): matches `nesle_draw_lines(const u8*, u32, u32, const u8*,
-        // LineLog*, u8*, u32, u32*, u32*)`; `redrawn` one counter, added to atomically; lengths
-        // checked above; `states` holds n_envs states packed by `packing` and validated against
-        // this ROM (its CHR maps index inside `chr` or the state's CHR RAM), `lines` the
-        // LineLogs and `queue` the n_envs + 3 words the nesle_step just launched fills (zeroed
-        // before it): the warps take the slots one at a time and wait for each env there, which
-        // that launch puts in every slot. The warp drawing an env touches only its log and picture.
+        // LineLog*, u8*, u32, u32*, u32*, const GrayTables*, u8*)`; `redrawn` one counter, added
+        // to atomically; lengths checked above; `states` holds n_envs states packed by `packing`
+        // and validated against this ROM (its CHR maps index inside `chr` or the state's CHR
+        // RAM), `lines` the LineLogs and `queue` the n_envs + 3 words the nesle_step just
+        // launched fills (zeroed before it): the warps take the slots one at a time and wait for
+        // each env there, which that launch puts in every slot. The tables and the 84x84 pictures
+        // both null (a null u64) or both given. The warp drawing an env touches only its log,
+        // picture and 84x84 picture.
+        let null = 0u64;
         let cfg = lines_grid(n_envs, self.sms);
         if self.pdl {
             // Launched as dependent on the step before it: its blocks may be scheduled once every
@@ -849,7 +887,15 @@ impl Gpu {
             let (p, _p) = pixels.device_ptr_mut(&self.stream);
             let (r, _r) = redrawn.device_ptr_mut(&self.stream);
             let (q, _q) = queue.device_ptr_mut(&self.stream);
-            let mut params: [*mut std::ffi::c_void; 9] = [
+            let (t, _t) = gray.as_ref().map_or((null, None), |(t, _)| {
+                let (p, g) = t.device_ptr(&self.stream);
+                (p, Some(g))
+            });
+            let (g, _g) = gray.as_mut().map_or((null, None), |(_, o)| {
+                let (p, g) = o.device_ptr_mut(&self.stream);
+                (p, Some(g))
+            });
+            let mut params: [*mut std::ffi::c_void; 11] = [
                 &s as *const u64 as *mut _,
                 &stride as *const u32 as *mut _,
                 &bits as *const u32 as *mut _,
@@ -859,6 +905,8 @@ impl Gpu {
                 &n as *const u32 as *mut _,
                 &r as *const u64 as *mut _,
                 &q as *const u64 as *mut _,
+                &t as *const u64 as *mut _,
+                &g as *const u64 as *mut _,
             ];
             // SAFETY: a plain C struct and union; zero is a valid value of each field.
             let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
@@ -876,7 +924,7 @@ impl Gpu {
                 attrs: &mut attr,
                 numAttrs: 1,
             };
-            // SAFETY: as above; `params` points at the 9 arguments in the kernel's order, alive
+            // SAFETY: as above; `params` points at the 11 arguments in the kernel's order, alive
             // (with the buffers' guards) until the call returns, which copies them.
             unsafe { sys::cuLaunchKernelEx(&config, self.draw_lines.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }
                 .result()
@@ -884,15 +932,28 @@ impl Gpu {
         } else {
             let mut b = self.stream.launch_builder(&self.draw_lines);
             b.arg(states).arg(&stride).arg(&bits).arg(chr).arg(&mut *lines).arg(&mut *pixels).arg(&n).arg(&mut *redrawn).arg(&mut *queue);
+            match gray.as_mut() {
+                Some((t, o)) => b.arg(*t).arg(&mut **o),
+                None => b.arg(&null).arg(&null),
+            };
             unsafe { b.launch(cfg) }.map_err(cuda)?;
         }
         let mut b = self.stream.launch_builder(&self.redraw);
-        b.arg(snapshot).arg(&stride).arg(&bits).arg(prg).arg(code).arg(chr).arg(actions).arg(&*lines).arg(pixels).arg(&n);
+        b.arg(snapshot).arg(&stride).arg(&bits).arg(prg).arg(code).arg(chr).arg(actions).arg(&*lines).arg(&mut *pixels).arg(&n);
         // SAFETY: matches `nesle_redraw(u8*, u32, u32, const u8*, const u32*, const u8*, const
         // u8*, const LineLog*, u8*, u32)` (`code` as in `step`); the snapshot holds n_envs states packed as `states` (a copy made
         // before the logged frame), lengths checked above. One thread per env touches only its
         // own snapshot and picture.
         unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
+        if let Some((tables, out)) = gray {
+            let mut b = self.stream.launch_builder(&self.gray84_redrawn);
+            b.arg(&*pixels).arg(&*lines).arg(tables).arg(out).arg(&n);
+            // SAFETY: matches `nesle_gray84_redrawn(const u8*, const LineLog*, const
+            // GrayTables*, u8*, u32)`, blocks of LINES_WARPS warps as its bound says; lengths
+            // checked above. Each warp loops over its envs and writes only their 84x84 pictures,
+            // and only for the envs nesle_redraw drew.
+            unsafe { b.launch(lines_grid(n_envs, self.sms)) }.map_err(cuda)?;
+        }
         Ok(())
     }
 

@@ -88,20 +88,28 @@ pub mod host {
 
     /// [`step`] with the last frame's picture drawn after it ran, line by line
     /// (kernels/lines.cuh), as `BatchConfig::draw_lines` makes the GPU draw it: the same states
-    /// and pictures as `step`. Returns how many envs were drawn line by line (the others' frames
-    /// ran again, drawn as they ran).
+    /// and pictures as `step`. With `gray`, every env's 84x84 picture made as
+    /// `Batch::step_gray84` makes it (by the line renderer, then for the redrawn envs): the same
+    /// bytes as [`crate::picture::gray84`] of the pictures. Returns how many envs were drawn line
+    /// by line (the others' frames ran again, drawn as they ran).
     pub fn step_drawn_by_lines(
         states: &mut [FlatState],
         rom: &RomImage,
         actions: &[u8],
         frames: u32,
         pixels: &mut [u8],
+        gray: Option<&mut [u8]>,
     ) -> Result<u32, Error> {
         check_inputs(states, rom, actions)?;
         if pixels.len() != states.len() * PIXELS_PER_ENV {
             return Err(Error::BadArgument(format!("pixel buffer of {} bytes for {} envs", pixels.len(), states.len())));
         }
-        Ok(launch::host_step_lines(states, rom, actions, frames, pixels))
+        if let Some(g) = &gray {
+            if g.len() != states.len() * crate::picture::GRAY_PIXELS {
+                return Err(Error::BadArgument(format!("84x84 buffer of {} bytes for {} envs", g.len(), states.len())));
+            }
+        }
+        Ok(launch::host_step_lines(states, rom, actions, frames, pixels, gray))
     }
 
     /// `dots` PPU dots of one console as the bus's catch-up runs them (in bulk where it can)

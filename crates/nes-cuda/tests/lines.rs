@@ -1,8 +1,10 @@
 //! Drawing each step's last frame after it ran, line by line (kernels/lines.cuh, host build),
 //! gives the states and pictures of drawing it while it runs: SMB, Tetris and every test ROM,
 //! after every step. Each check also counts the frames the line renderer drew itself rather than
-//! leaving them to a redraw, so a renderer that gave up on everything would fail too.
+//! leaving them to a redraw, so a renderer that gave up on everything would fail too. The 84x84
+//! pictures the line renderer makes as it draws are checked against `picture::gray84` too.
 
+use nes_cuda::picture::{gray84, GRAY_PIXELS};
 use nes_cuda::{host, RomImage, PIXELS_PER_ENV};
 
 mod common;
@@ -13,8 +15,8 @@ fn game(name: &str) -> Vec<u8> {
 }
 
 /// `host::step_drawn_by_lines` against `host::step` with pictures: `envs` envs of random
-/// buttons (a new press every step), `steps` steps of `frameskip` frames; states and pictures
-/// after every step. Returns the frames drawn line by line, of `envs * steps`.
+/// buttons (a new press every step), `steps` steps of `frameskip` frames; states, pictures and
+/// 84x84 pictures after every step. Returns the frames drawn line by line, of `envs * steps`.
 fn lines_alike(name: &str, bytes: &[u8], envs: usize, steps: usize, frameskip: u32) -> usize {
     let image = RomImage::new(bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut drawn = vec![image.power_on(); envs];
@@ -23,12 +25,13 @@ fn lines_alike(name: &str, bytes: &[u8], envs: usize, steps: usize, frameskip: u
     }
     let mut lined = drawn.clone();
     let (mut a, mut b) = (vec![0u8; envs * PIXELS_PER_ENV], vec![0u8; envs * PIXELS_PER_ENV]);
+    let (mut gray, mut want) = (vec![0u8; envs * GRAY_PIXELS], vec![0u8; envs * GRAY_PIXELS]);
     let mut rng = Rng(11);
     let mut by_lines = 0;
     for step in 0..steps {
         let actions: Vec<u8> = (0..envs).map(|_| (rng.next() >> 9) as u8).collect();
         host::step(&mut drawn, &image, &actions, frameskip, Some(&mut a)).unwrap();
-        by_lines += host::step_drawn_by_lines(&mut lined, &image, &actions, frameskip, &mut b).unwrap() as usize;
+        by_lines += host::step_drawn_by_lines(&mut lined, &image, &actions, frameskip, &mut b, Some(&mut gray)).unwrap() as usize;
         for e in 0..envs {
             if let Some((field, i)) = nes_core::flat::first_difference(&drawn[e], &lined[e]) {
                 panic!("{name} step {step} env {e}: state differs at `{field}`[{i}]");
@@ -37,6 +40,10 @@ fn lines_alike(name: &str, bytes: &[u8], envs: usize, steps: usize, frameskip: u
         if let Some(i) = a.iter().zip(&b).position(|(x, y)| x != y) {
             let (e, p) = (i / PIXELS_PER_ENV, i % PIXELS_PER_ENV);
             panic!("{name} step {step} env {e}: pixel {p} (line {}, x {}): {} drawn, {} by lines", p / 256, p % 256, a[i], b[i]);
+        }
+        gray84(&a, &mut want).unwrap();
+        if let Some(i) = want.iter().zip(&gray).position(|(x, y)| x != y) {
+            panic!("{name} step {step} env {}: 84x84 pixel {}: {} from the picture, {} by the line renderer", i / GRAY_PIXELS, i % GRAY_PIXELS, want[i], gray[i]);
         }
     }
     eprintln!("{name}: {by_lines} of {} frames drawn line by line", envs * steps);

@@ -207,22 +207,27 @@ impl Inner {
     }
 
     /// `step` recording the RAM after every frame into the caller's device buffer `out`
-    /// (`out_len` bytes at `out_ptr`: frames x N x 2048).
-    fn step_trace_into(&mut self, actions: &Actions, frames: u32, out_ptr: u64, out_len: usize) -> Result<(), Error> {
+    /// (`out_len` bytes at `out_ptr`: frames x N x 2048), and with `gray` (a device buffer of N
+    /// x 84 x 84 bytes) every env's 84x84 picture made as the last frame is drawn.
+    fn step_trace_into(&mut self, actions: &Actions, frames: u32, out_ptr: u64, out_len: usize, gray: Option<(u64, usize)>) -> Result<(), Error> {
         self.ensure_pixels()?;
         self.sync_pad2(actions)?;
         let ext = self.ext()?;
         let shared = self.batch.clone();
         let mut batch = shared.lock();
+        if let Actions::Host(p) = actions {
+            let pad1: Vec<u8> = p.iter().map(|p| p[0]).collect();
+            batch.set_actions(&pad1)?;
+        }
+        let step = |batch: &mut Batch, a: Option<&cudarc::driver::CudaSlice<u8>>| {
+            dlpack::with_borrowed(&ext, out_ptr, out_len, |out| match gray {
+                Some((g, g_len)) => dlpack::with_borrowed(&ext, g, g_len, |g| batch.step_trace_gray84(a, frames, out, g)),
+                None => batch.step_trace(a, frames, out),
+            })
+        };
         match actions {
-            Actions::Host(p) => {
-                let pad1: Vec<u8> = p.iter().map(|p| p[0]).collect();
-                batch.set_actions(&pad1)?;
-                dlpack::with_borrowed(&ext, out_ptr, out_len, |out| batch.step_trace(None, frames, out))
-            }
-            Actions::Device { ptr, len } => dlpack::with_borrowed(&ext, *ptr, *len, |a| {
-                dlpack::with_borrowed(&ext, out_ptr, out_len, |out| batch.step_trace(Some(a), frames, out))
-            }),
+            Actions::Host(_) => step(&mut batch, None),
+            Actions::Device { ptr, len } => dlpack::with_borrowed(&ext, *ptr, *len, |a| step(&mut batch, Some(a))),
         }
     }
 
@@ -501,30 +506,49 @@ impl CudaBatch {
     /// Like `step`, and return the work RAM after every frame: (frames, N, 2048) uint8, a new
     /// NumPy array; or, with `out` (a contiguous CUDA uint8 tensor of that shape on this
     /// batch's device), written into `out` on the GPU, asynchronously, and `out` returned: the
-    /// device-resident path (nothing is copied to the host, nothing waits).
-    #[pyo3(signature = (actions, frames, *, out = None))]
+    /// device-resident path (nothing is copied to the host, nothing waits). With `out`,
+    /// `gray84` (a contiguous CUDA uint8 tensor of shape (N, 84, 84)) receives every env's
+    /// 84x84 picture after the step, the bytes `gray84` would write, made as the last frame is
+    /// drawn (on GPUs that can, beside the step's slowest consoles).
+    #[pyo3(signature = (actions, frames, *, out = None, gray84 = None))]
     fn step_trace<'py>(
         &mut self,
         py: Python<'py>,
         actions: &Bound<'_, PyAny>,
         frames: i64,
         out: Option<Bound<'py, PyAny>>,
+        gray84: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (actions, borrowed) = self.actions(actions)?;
         if !(1..=MAX_TRACE_FRAMES).contains(&frames) {
             return Err(PyValueError::new_err(format!("frames must be between 1 and {MAX_TRACE_FRAMES}, got {frames}")));
         }
         let n = self.n;
+        if gray84.is_some() && out.is_none() {
+            return Err(PyValueError::new_err("gray84 goes with out: the device-resident path"));
+        }
         if let Some(out) = out {
             if dlpack::cuda_device_of(&out)?.is_none() {
                 return Err(PyTypeError::new_err("out must be a CUDA tensor (uint8, frames x N x 2048) for a CudaBatch"));
             }
             let shape = [frames, n as i64, RAM_SIZE as i64];
             let dst = dlpack::borrow_cuda(&out, dlpack::Element::U8, &shape, self.device as i32, 1, "out", true)?;
+            let gray = match &gray84 {
+                Some(g) => {
+                    if dlpack::cuda_device_of(g)?.is_none() {
+                        return Err(PyTypeError::new_err("gray84 must be a CUDA tensor (uint8, N x 84 x 84)"));
+                    }
+                    let shape = [n as i64, GRAY_SIZE as i64, GRAY_SIZE as i64];
+                    Some(dlpack::borrow_cuda(g, dlpack::Element::U8, &shape, self.device as i32, 1, "gray84", true)?)
+                }
+                None => None,
+            };
             let (ptr, len) = (dst.ptr, dst.len);
-            self.run(py, |inner| inner.step_trace_into(&actions, frames as u32, ptr, len))?;
+            let g = gray.as_ref().map(|g| (g.ptr, g.len));
+            self.run(py, |inner| inner.step_trace_into(&actions, frames as u32, ptr, len, g))?;
             self.in_flight.extend(borrowed.map(|b| b.capsule));
             self.in_flight.push(dst.capsule);
+            self.in_flight.extend(gray.map(|g| g.capsule));
             return Ok(out);
         }
         let out = self.run(py, |inner| {

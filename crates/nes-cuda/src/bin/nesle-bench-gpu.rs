@@ -1,8 +1,9 @@
 //! GPU throughput (ANCHORS.md protocols A and B) and GPU-vs-nes-core parity.
 //!
 //! Throughput: `nesle-bench-gpu [--envs 1,4096,16384,65536,131072] [--protocols A,B] [--pixels]
-//!   (--pixels: B+pixels, the 84x84 grayscale observation made on the device every step; the
-//!   time of that pass is reported apart, `gray_s`, the device synchronized before and after it)
+//!   (--pixels: B+pixels, the 84x84 grayscale observation made on the device every step, by the
+//!   line renderer as it draws (`Batch::step_gray84`); with `--gray-after` by a pass after the
+//!   step, whose time is reported apart, `gray_s`, the device synchronized before and after it)
 //!   [--rom PATH] [--out bench-gpu.json]`: SMB from the first frame of World 1-1 in every env
 //!   (`--boot-frames N`: any ROM, from power-on plus N frames without input),
 //!   frameskip 4, 30 warm-up + 200 timed steps, device synchronized after every step;
@@ -63,6 +64,9 @@ struct Args {
     regroup_frames: bool,
     /// Not `--draw-in-frame`.
     draw_lines: bool,
+    /// `--gray-after`: the 84x84 pictures made by `Batch::gray84` after each step (its time
+    /// reported apart) instead of by the line renderer as it draws (`Batch::step_gray84`).
+    gray_after: bool,
     /// `--boot-frames N`: start from power-on plus N frames without input (any ROM) instead of
     /// SMB's World 1-1.
     boot_frames: Option<usize>,
@@ -88,6 +92,7 @@ fn parse_args() -> Result<Args, String> {
         regroup_on_host: false,
         regroup_frames: true,
         draw_lines: true,
+        gray_after: false,
         boot_frames: None,
     };
     let mut it = std::env::args().skip(1);
@@ -115,6 +120,7 @@ fn parse_args() -> Result<Args, String> {
             "--regroup-on-host" => a.regroup_on_host = true,
             "--no-regroup-frames" => a.regroup_frames = false,
             "--draw-in-frame" => a.draw_lines = false,
+            "--gray-after" => a.gray_after = true,
             "--boot-frames" => a.boot_frames = Some(num(val()?)?),
             "--regroup-by" => {
                 a.regroup_by_phase = match val()?.as_str() {
@@ -236,10 +242,14 @@ fn bench(a: &Args) -> Result<(), String> {
                             *act = SIMPLE_MOVEMENT[(rng.next() % 7) as usize];
                         }
                     }
-                    batch.step(&actions, a.frameskip).map_err(|e| e.to_string())?;
-                    // The step finished, then (with pixels) the 84x84 pass timed on its own.
+                    match gray.as_mut() {
+                        Some(g) if !a.gray_after => batch.step_gray84(&actions, a.frameskip, g),
+                        _ => batch.step(&actions, a.frameskip),
+                    }
+                    .map_err(|e| e.to_string())?;
+                    // The step finished, then (with --gray-after) the 84x84 pass timed on its own.
                     batch.synchronize().map_err(|e| e.to_string())?;
-                    if let Some(g) = gray.as_mut() {
+                    if let Some(g) = gray.as_mut().filter(|_| a.gray_after) {
                         let t = Instant::now();
                         batch.gray84(g).map_err(|e| e.to_string())?;
                         batch.synchronize().map_err(|e| e.to_string())?;
@@ -284,11 +294,12 @@ fn bench(a: &Args) -> Result<(), String> {
             } else {
                 String::new()
             };
+            let gray_note = if a.gray_after { format!("84x84 gray: {gray_s:.3} s of it") } else { "84x84 gray made in the step".to_string() };
             let grayed = match (a.pixels, redrawn) {
                 (false, _) => String::new(),
-                (true, None) => format!("  (84x84 gray: {gray_s:.3} s of it)"),
+                (true, None) => format!("  ({gray_note})"),
                 (true, Some(k)) => format!(
-                    "  (84x84 gray: {gray_s:.3} s of it; last step: {k} envs redrawn, {waits} envs waited for by the drawing; drawn steps: {by_lines} line by line, {while_running} while running)"
+                    "  ({gray_note}; last step: {k} envs redrawn, {waits} envs waited for by the drawing; drawn steps: {by_lines} line by line, {while_running} while running)"
                 ),
             };
             println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}{regrouped}{grayed}", p, n, a.pixels, rate, wall,
