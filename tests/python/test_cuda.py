@@ -408,9 +408,10 @@ def test_gray84_kernel_gives_the_cpu_bytes(smb_rom):
 
 @pytest.mark.parametrize("frames", [1, 4])
 def test_gray84_made_by_the_step_gives_the_cpu_bytes(smb_rom, frames):
-    # The line renderer's 84x84 pictures (step_trace(gray84=...)), the drawn envs' and the
-    # redrawn ones', against the CPU's of the same pictures; Start at random at first, so the
-    # envs' frames differ (title, black screens, play).
+    # The line renderer's 84x84 pictures (step_trace(gray84=...)), the drawn envs' and any
+    # redrawn ones' (crates/nes-cuda/tests/lines.rs covers those on the host), against the
+    # CPU's of the same pictures; Start at random at first, so the envs' frames differ (title,
+    # black screens, play).
     n = 64
     gpu = _native.CudaBatch(smb_rom, n)
     rng = np.random.default_rng(5)
