@@ -18,7 +18,9 @@
 //! position); `count` by the instructions of their previous frame; `path` by a hash of the
 //! previous frame's instruction addresses (the last two need no knowledge of the game);
 //! `frame` as `count`, and again before each of the step's other 3 frames (a batch that
-//! regroups between the launches of one step); `countpath` and `countram` by the count, ties by
+//! regroups between the launches of one step); `framestale` as `frame` with each sort keyed on
+//! the count of the frame before the last (a key known while the last frame still runs,
+//! docs/kernel-notes.md #169; the path hash then holds that count); `countpath` and `countram` by the count, ties by
 //! the path hash or by a hash of RAM (a tie-break for envs in the same state). Each traced step
 //! also prints, to stderr, how many distinct previous-frame paths the envs took, and the slots
 //! an env-frame of the (stack, PC) vote with 2 and 4 envs a lane (`lanes_cost`: 64 or 128 envs
@@ -276,6 +278,13 @@ fn main() {
         }
         if !steps.contains(&step) {
             for (c, count, path) in envs.iter_mut() {
+                if steps.contains(&(step + 1)) && regroup == "framestale" {
+                    // The counts of the step's last two frames: the stale key and the last.
+                    c.run_frames(2);
+                    *path = traced_frame(c).len() as u64;
+                    *count = traced_frame(c).len() as u64;
+                    continue;
+                }
                 c.run_frames(3);
                 if steps.contains(&(step + 1)) {
                     let t = traced_frame(c);
@@ -293,6 +302,7 @@ fn main() {
                 (r[0x770], r[0x0e], r[0x1d], r[0x6d], r[0x86])
             }),
             "count" | "frame" => envs.sort_by_key(|e| e.1),
+            "framestale" => envs.sort_by_key(|e| e.2),
             "spread" | "framespread" => {
                 let order = spread_order(&envs.iter().map(|e| e.1).collect::<Vec<_>>());
                 envs = permuted(std::mem::take(&mut envs), &order);
@@ -315,11 +325,13 @@ fn main() {
         // Each env's 4 frames end to end: the (stack, PC) vote across the frame boundaries.
         let mut steps_traces: Vec<Vec<Slot>> = vec![Vec::new(); n];
         for f in 0..4 {
-            if f > 0 && (regroup == "frame" || regroup == "framespread") {
+            if f > 0 && (regroup == "frame" || regroup == "framestale" || regroup == "framespread") {
                 // Each env keeps its traces so far: sort env and traces together.
                 let mut both: Vec<_> = envs.drain(..).zip(steps_traces.drain(..)).collect();
                 if regroup == "frame" {
                     both.sort_by_key(|((_, count, _), _)| *count);
+                } else if regroup == "framestale" {
+                    both.sort_by_key(|((_, _, stale), _)| *stale);
                 } else {
                     let order = spread_order(&both.iter().map(|((_, count, _), _)| *count).collect::<Vec<_>>());
                     both = permuted(both, &order);
@@ -350,7 +362,10 @@ fn main() {
                 }
             }
             eprintln!("step {step} frame {f}: envs over twice the mean frame, by OperMode 0-3: {long_by_mode:?}");
-            for ((_, count, _), t) in envs.iter_mut().zip(&traces) {
+            for ((_, count, stale), t) in envs.iter_mut().zip(&traces) {
+                if regroup == "framestale" {
+                    *stale = *count;
+                }
                 *count = t.len() as u64;
             }
             // The launch lasts as long as its slowest warp: that warp's (stack, PC) vote rounds
