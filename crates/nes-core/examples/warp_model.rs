@@ -263,8 +263,11 @@ fn main() {
     let boot = smb::world_1_1();
     let n = warps * WARP;
     // Each env with its previous frame's instruction count and path hash (set before traced steps).
-    let mut envs: Vec<(Console, u64, u64)> = (0..n).map(|_| (boot.clone(), 0, 0)).collect();
-    let mut rngs: Vec<Rng> = (0..n).map(Rng::for_env).collect();
+    // Each env carries its own action generator, so that regrouping moves its actions with it
+    // and every regrouping mode plays the same games (until #169 the generator stayed with the
+    // slot: after a regrouping the modes' envs played different games; kernel-notes figures
+    // before #169 were made that way).
+    let mut envs: Vec<(Console, u64, u64, Rng)> = (0..n).map(|i| (boot.clone(), 0, 0, Rng::for_env(i))).collect();
     let regroup = args.get(2).cloned().unwrap_or_default();
     let last = steps.iter().copied().max().unwrap_or(0);
     println!("{n} envs, protocol B; slots per warp-frame (mean over warps and the step's 4 frames)");
@@ -273,11 +276,11 @@ fn main() {
         "step", "work/32", "ideal", "aligned", "vote", "vote-sp", "aligned/ideal", "aligned/vote", "sp-across"
     );
     for step in 0..=last {
-        for ((c, _, _), r) in envs.iter_mut().zip(rngs.iter_mut()) {
+        for (c, _, _, r) in envs.iter_mut() {
             c.set_buttons(0, SIMPLE_MOVEMENT[(r.next() % 7) as usize]);
         }
         if !steps.contains(&step) {
-            for (c, count, path) in envs.iter_mut() {
+            for (c, count, path, _) in envs.iter_mut() {
                 if steps.contains(&(step + 1)) && regroup == "framestale" {
                     // The counts of the step's last two frames: the stale key and the last.
                     c.run_frames(2);
@@ -297,7 +300,7 @@ fn main() {
             continue;
         }
         match regroup.as_str() {
-            "phase" => envs.sort_by_key(|(c, _, _)| {
+            "phase" => envs.sort_by_key(|(c, _, _, _)| {
                 let r = c.ram();
                 (r[0x770], r[0x0e], r[0x1d], r[0x6d], r[0x86])
             }),
@@ -309,7 +312,7 @@ fn main() {
             }
             "path" => envs.sort_by_key(|e| e.2),
             "countpath" => envs.sort_by_key(|e| (e.1, e.2)),
-            "countram" => envs.sort_by_key(|(c, count, _)| {
+            "countram" => envs.sort_by_key(|(c, count, _, _)| {
                 (*count, c.ram().iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3)))
             }),
             _ => {}
@@ -329,16 +332,16 @@ fn main() {
                 // Each env keeps its traces so far: sort env and traces together.
                 let mut both: Vec<_> = envs.drain(..).zip(steps_traces.drain(..)).collect();
                 if regroup == "frame" {
-                    both.sort_by_key(|((_, count, _), _)| *count);
+                    both.sort_by_key(|((_, count, _, _), _)| *count);
                 } else if regroup == "framestale" {
-                    both.sort_by_key(|((_, _, stale), _)| *stale);
+                    both.sort_by_key(|((_, _, stale, _), _)| *stale);
                 } else {
-                    let order = spread_order(&both.iter().map(|((_, count, _), _)| *count).collect::<Vec<_>>());
+                    let order = spread_order(&both.iter().map(|((_, count, _, _), _)| *count).collect::<Vec<_>>());
                     both = permuted(both, &order);
                 }
                 (envs, steps_traces) = both.into_iter().unzip();
             }
-            let (traces, cycles): (Vec<Vec<Slot>>, Vec<Vec<u64>>) = envs.iter_mut().map(|(c, _, _)| traced_frame_cycles(c)).unzip();
+            let (traces, cycles): (Vec<Vec<Slot>>, Vec<Vec<u64>>) = envs.iter_mut().map(|(c, _, _, _)| traced_frame_cycles(c)).unzip();
             if regroup == "frame" && std::env::var_os("WARP_SPLIT").is_some() {
                 // One more launch a frame, cut at the end of part P of 12, the envs regrouped at
                 // the cut by their (stack, PC) or by their instructions so far.
@@ -356,13 +359,13 @@ fn main() {
             // 1 playing, 2 victory, 3 game over): the long frames that set a launch's length.
             let mean_len = traces.iter().map(|t| t.len()).sum::<usize>() as f64 / n as f64;
             let mut long_by_mode = [0usize; 4];
-            for ((c, _, _), t) in envs.iter().zip(&traces) {
+            for ((c, _, _, _), t) in envs.iter().zip(&traces) {
                 if t.len() as f64 > 2.0 * mean_len {
                     long_by_mode[(c.ram()[0x770] & 3) as usize] += 1;
                 }
             }
             eprintln!("step {step} frame {f}: envs over twice the mean frame, by OperMode 0-3: {long_by_mode:?}");
-            for ((_, count, stale), t) in envs.iter_mut().zip(&traces) {
+            for ((_, count, stale, _), t) in envs.iter_mut().zip(&traces) {
                 if regroup == "framestale" {
                     *stale = *count;
                 }
