@@ -201,8 +201,8 @@ fn host_step_packed(
     // static_asserts on both sides). `actions` has n bytes, `pixels` n*256*240 bytes or is
     // null, `order` is null or a permutation of 0..n (checked by the caller), `ran` null or n
     // counts, `lines` null or n LineLogs, `queue` null or n + 3 zeroed words, `prg`/`chr` are
-    // the ROM images the states' banking maps were built for (each state's maps index inside them, as Cart::load validates). The
-    // C++ code does not retain any pointer after returning.
+    // the ROM images the states' banking maps were built for (each state's maps index inside
+    // them, as Cart::load validates). The C++ code does not retain any pointer after returning.
     unsafe {
         nesle_host_step(
             packed.as_mut_ptr(),
