@@ -5,7 +5,7 @@
 //! start states for masked resets. The host sees them only when asked (`states_to_host`,
 //! `ram_to_host`, ...); zero-copy consumers get raw addresses from [`Batch::device_pointers`].
 
-use crate::launch::{self, Gpu, LINES_REDRAW, LINE_LOG_BYTES, LINE_LOG_FLAGS_AT};
+use crate::launch::{self, Fence, Gpu, LINES_REDRAW, LINE_LOG_BYTES, LINE_LOG_FLAGS_AT};
 use crate::packed::Packing;
 use crate::{Error, FlatState, RomImage, PIXELS_PER_ENV};
 use cudarc::driver::{CudaEvent, CudaSlice, PinnedHostSlice};
@@ -632,6 +632,12 @@ impl Batch {
     /// Waits for all queued work.
     pub fn synchronize(&self) -> Result<(), Error> {
         self.gpu.synchronize()
+    }
+
+    /// A mark after the work queued so far, to ask later, without waiting, whether the GPU
+    /// has finished it (for memory of another library that a queued step still reads).
+    pub fn fence(&self) -> Result<Fence, Error> {
+        self.gpu.fence()
     }
 
     /// Every env's 2 KiB of CPU RAM, env-major (`n_envs * 2048` bytes).

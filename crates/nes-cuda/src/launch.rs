@@ -594,6 +594,18 @@ fn load_kernels(ctx: &Arc<CudaContext>) -> Result<Arc<cudarc::driver::CudaModule
     )))
 }
 
+/// A point in a batch's queued work ([`crate::Batch::fence`]).
+#[derive(Debug)]
+pub struct Fence(cudarc::driver::CudaEvent);
+
+impl Fence {
+    /// Whether the GPU has finished the work queued before the fence; never waits. An error
+    /// of an earlier launch comes back here.
+    pub fn passed(&self) -> Result<bool, Error> {
+        self.0.try_is_complete().map_err(cuda)
+    }
+}
+
 /// A CUDA context, stream and the loaded kernels.
 pub(crate) struct Gpu {
     ctx: Arc<CudaContext>,
@@ -734,6 +746,11 @@ impl Gpu {
             std::thread::sleep(std::time::Duration::from_micros(100));
         }
         Ok(())
+    }
+
+    pub(crate) fn fence(&self) -> Result<Fence, Error> {
+        let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING;
+        Ok(Fence(self.stream.record_event(Some(flags)).map_err(cuda)?))
     }
 
     /// Before a copy to or from pageable host memory (which can itself block behind a running

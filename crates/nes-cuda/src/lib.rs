@@ -20,6 +20,7 @@ pub mod picture;
 mod rom;
 
 pub use batch::{Batch, BatchConfig, DevicePointers, LinesPolicy, SortPolicy, LINES_PAUSE, LINES_WINDOW, REGROUP_EVERY, SORT_CALM_MAX};
+pub use launch::Fence;
 pub use cudarc::driver::CudaSlice;
 pub use error::Error;
 pub use nes_core::flat::{FlatState, FLAT_STATE_SIZE};

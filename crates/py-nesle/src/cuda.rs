@@ -18,14 +18,14 @@
 //! step after any env's render switch is turned on rebuilds the batch with one (views made
 //! before that keep the old buffers alive, but no longer follow the batch).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use nes_core::flat::FlatState;
 use nes_core::{palette, Console};
 use nes_cuda::picture::GRAY_SIZE;
-use nes_cuda::{Batch, BatchConfig, Error, RomImage, PIXELS_PER_ENV, REGROUP_EVERY};
+use nes_cuda::{Batch, BatchConfig, Error, Fence, RomImage, PIXELS_PER_ENV, REGROUP_EVERY};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -36,6 +36,10 @@ use crate::batch::{bool_mask, button_pads, env_index, to_numpy, MAX_FRAMES_PER_S
 use crate::dlpack::{self, Borrowed, DLDevice, DLPackView, Producer, KDL_CUDA};
 use crate::error::{cuda_error, panic_error};
 use crate::{HEIGHT, RAM_SIZE, WIDTH};
+
+/// Calls whose borrowed memory may wait for the GPU at once before a call waits for them all:
+/// an environment's step borrows twice (the step, the restarts), so a few steps' worth.
+const MAX_IN_FLIGHT: usize = 16;
 
 /// The nes-cuda batch, shared with the DLPack views made from it (they keep it alive).
 struct Shared(Mutex<Batch>);
@@ -294,9 +298,10 @@ fn upload(batch: &mut Batch, envs: &[usize], states: &[FlatState], n: usize) -> 
 #[pyclass(module = "nesle._native")]
 pub struct CudaBatch {
     inner: Option<Inner>,
-    /// The producer capsule of the device actions the last step read: kept until the batch
-    /// has synchronized, so torch cannot reuse that memory while a kernel still reads it.
-    in_flight: Vec<Py<PyAny>>,
+    /// The producer capsules of the device memory queued work reads or writes (actions, traces,
+    /// pictures), each batch behind a fence: kept until the GPU has passed it, so torch cannot
+    /// reuse that memory while a kernel still uses it.
+    in_flight: VecDeque<(Option<Fence>, Vec<Py<PyAny>>)>,
     poisoned: bool,
     device: usize,
     n: usize,
@@ -329,8 +334,25 @@ impl CudaBatch {
         self.inner.as_mut().ok_or_else(|| PyRuntimeError::new_err("this CudaBatch is closed"))
     }
 
-    /// Waits for a step that read borrowed device actions, then lets them go.
+    /// Lets go of the borrowed memory of the work the GPU has finished, without waiting for
+    /// the rest (a step's host work then overlaps the GPU's); waits only when more than
+    /// [`MAX_IN_FLIGHT`] calls are still queued.
     fn settle(&mut self, py: Python<'_>) -> PyResult<()> {
+        while let Some((Some(fence), _)) = self.in_flight.front() {
+            if !fence.passed().map_err(cuda_error)? {
+                break;
+            }
+            self.in_flight.pop_front();
+        }
+        let unfenced = self.in_flight.front().is_some_and(|(f, _)| f.is_none());
+        if self.in_flight.len() > MAX_IN_FLIGHT || unfenced {
+            self.release_all(py)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for all queued work, then lets go of all borrowed memory.
+    fn release_all(&mut self, py: Python<'_>) -> PyResult<()> {
         if self.in_flight.is_empty() {
             return Ok(());
         }
@@ -340,6 +362,17 @@ impl CudaBatch {
         }
         self.in_flight.clear();
         Ok(())
+    }
+
+    /// Keeps `capsules` until the GPU has finished the work queued so far.
+    fn hold(&mut self, capsules: impl IntoIterator<Item = Py<PyAny>>) {
+        let capsules: Vec<Py<PyAny>> = capsules.into_iter().collect();
+        if capsules.is_empty() {
+            return;
+        }
+        // Without a fence (an event could not be made) the next call waits for everything.
+        let fence = self.inner.as_ref().and_then(|inner| inner.batch.lock().fence().ok());
+        self.in_flight.push_back((fence, capsules));
     }
 
     /// NumPy buttons, or a CUDA tensor read in place.
@@ -465,7 +498,7 @@ impl CudaBatch {
             })
         });
         let inner = built.map_err(panic_error)?.map_err(cuda_error)?;
-        Ok(CudaBatch { inner: Some(inner), in_flight: Vec::new(), poisoned: false, device, n })
+        Ok(CudaBatch { inner: Some(inner), in_flight: VecDeque::new(), poisoned: false, device, n })
     }
 
     #[getter]
@@ -499,7 +532,7 @@ impl CudaBatch {
         }
         let (actions, borrowed) = self.actions(actions)?;
         self.run(py, |inner| inner.step(&actions, frames as u32))?;
-        self.in_flight.extend(borrowed.map(|b| b.capsule));
+        self.hold(borrowed.map(|b| b.capsule));
         Ok(())
     }
 
@@ -546,9 +579,7 @@ impl CudaBatch {
             let (ptr, len) = (dst.ptr, dst.len);
             let g = gray.as_ref().map(|g| (g.ptr, g.len));
             self.run(py, |inner| inner.step_trace_into(&actions, frames as u32, ptr, len, g))?;
-            self.in_flight.extend(borrowed.map(|b| b.capsule));
-            self.in_flight.push(dst.capsule);
-            self.in_flight.extend(gray.map(|g| g.capsule));
+            self.hold(borrowed.map(|b| b.capsule).into_iter().chain([dst.capsule]).chain(gray.map(|g| g.capsule)));
             return Ok(out);
         }
         let out = self.run(py, |inner| {
@@ -580,7 +611,7 @@ impl CudaBatch {
             let mut batch = shared.lock();
             dlpack::with_borrowed(&ext, ptr, len, |o| batch.gray84(o))
         })?;
-        self.in_flight.push(dst.capsule);
+        self.hold([dst.capsule]);
         Ok(out)
     }
 
@@ -620,8 +651,7 @@ impl CudaBatch {
         let p = dlpack::borrow_cuda(pick, dlpack::Element::U32, &shape, dev, 1, "pick", false)?;
         let (mp, pp) = (m.ptr, p.ptr);
         self.run(py, |inner| inner.reset_from_bank(mp, pp))?;
-        self.in_flight.push(m.capsule);
-        self.in_flight.push(p.capsule);
+        self.hold([m.capsule, p.capsule]);
         Ok(())
     }
 
@@ -760,7 +790,9 @@ impl CudaBatch {
 
     /// Waits for every queued step.
     fn synchronize(&mut self, py: Python<'_>) -> PyResult<()> {
-        self.run(py, |inner| inner.batch.lock().synchronize())
+        self.run(py, |inner| inner.batch.lock().synchronize())?;
+        self.in_flight.clear();
+        Ok(())
     }
 
     /// A zero-copy view of every console's work RAM on the GPU, for `torch.from_dlpack`: a
@@ -777,7 +809,7 @@ impl CudaBatch {
     /// Release this batch's GPU memory (views made from it keep it until they are freed).
     /// Every later call raises `RuntimeError`.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        self.settle(py)?;
+        self.release_all(py)?;
         if let Some(inner) = self.inner.take() {
             py.detach(move || drop(inner));
         }
