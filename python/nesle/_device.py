@@ -9,10 +9,12 @@ are made from the device picture buffer (84x84 ones by the step itself, as it dr
 ``step_trace(gray84=...)``), and ended episodes restart from a bank of start states
 uploaded once (``CudaBatch.reset_from_bank``) without their states crossing to the host.
 
-What still crosses: one small read per step that validates the actions (a bad action must
-raise, not run), names in infos (SMB ``status``, Tetris pieces: N bytes), Tetris' per-reset RNG
-writes, and ``start_sampling="random"`` (its draws come from the env's NumPy generator, so the
-CPU and CUDA backends pick the same start states).
+What still crosses: NumPy actions (checked on the host, then copied up through a pinned buffer),
+one small read per step that validates actions given as a CUDA tensor (a bad action must raise,
+not run), names in infos (SMB ``status``, Tetris pieces: N bytes, read once per step after the
+whole step is queued), Tetris' per-reset RNG writes, and ``start_sampling="random"`` (its draws
+come from the env's NumPy generator, so the CPU and CUDA backends pick the same start states).
+Nothing else waits for the GPU, so the host prepares a step while the GPU still runs the last.
 
 Returned values are torch tensors on the env's GPU: observations (uint8), rewards (float32),
 terminated/truncated (bool), and every numeric info entry with its ``_key`` mask. Unlike the CPU
@@ -62,6 +64,8 @@ class DeviceStep:
         self.start_of = torch.zeros(n, dtype=torch.int64, device=self.dev)
         self.fresh = torch.zeros(n, dtype=torch.bool, device=self.dev)
         self.next_start = torch.zeros((), dtype=torch.int64, device=self.dev)
+        self.staged: Any = None  # pinned host actions (`upload`)
+        self.staged_read: Any = None
         bank = env.start_bank
         env._batch.set_bank([s.state for s in bank], render=env._draw)
         self.start_frames = torch.as_tensor(np.stack(env._start_frames), device=self.dev)
@@ -109,22 +113,29 @@ class DeviceStep:
             truncated = (self.elapsed >= env.max_episode_steps) & ~terminated
         self.fresh.zero_()
         self.push(made=env.obs_mode == "gray84")
-        info = self.info(trace[end_frame, self.arange])
-        if env.autoreset:
-            done = terminated | truncated
-            info["final_obs"], info["_final_obs"] = self.observation(copy=True), done.clone()
-            info["final_info"], info["_final_info"] = masked(info, done), done.clone()
-            self.restart(done)
-            fresh = self.info(self.ram)
-            for key in fresh:
-                if not key.startswith("_"):
-                    info[key] = where(done, fresh[key], info[key])
+        last = trace[end_frame, self.arange]  # each env's RAM on its episode's last frame
+        if not env.autoreset:
+            return self.observation(), reward.float(), terminated, truncated, self.info(last)
+        done = terminated | truncated
+        final_obs, elapsed = self.observation(copy=True), self.elapsed.clone()
+        self.restart(done)
+        # The game's info once over both RAMs, the ended episodes' last and every env's now (its
+        # start state's where it restarted; elsewhere the last), so that its host-only values
+        # (names) cost one read, made after the whole step is queued. Per env, the info of the
+        # RAM now is what the CPU backend merges: the fresh info where done, else the last.
+        ended, now = _halves(env._info_fn(torch.cat([last, self.ram])), n)
+        info = self.info_of(now, self.elapsed)
+        info["final_obs"], info["_final_obs"] = final_obs, done.clone()
+        ended = self.info_of(ended, elapsed)
+        ended["final_obs"], ended["_final_obs"] = final_obs, done  # as the CPU backend's is made
+        info["final_info"], info["_final_info"] = masked(ended, done), done.clone()
         return self.observation(), reward.float(), terminated, truncated, info
 
     # --- internals ---
 
     def check_actions(self, actions: Any) -> Any:
-        """Actions as a device int64 tensor, checked like the CPU backend's (one host read)."""
+        """Actions as a device int64 tensor, checked like the CPU backend's (a CUDA tensor costs
+        one host read)."""
         torch, n, k = self.torch, self.env.num_envs, len(self.env._masks)
         if isinstance(actions, torch.Tensor):
             a = actions
@@ -137,14 +148,27 @@ class DeviceStep:
                     f"actions must have shape ({n},) for {n} environments, got {tuple(a.shape)}"
                 )
             a = a.to(self.dev, torch.int64)
+            bad = (a < 0) | (a >= k)
+            if n and bool(bad.any()):  # the one read: a device tensor is checked on the device
+                raise ValueError(
+                    f"action {int(a[bad][0])} is out of range: the action space is Discrete({k})"
+                )
+            return a
+        return self.upload(self.env._check_actions(actions))  # checked on the host
+
+    def upload(self, actions: np.ndarray) -> Any:
+        """Host actions to the device through a pinned buffer: a copy from pageable memory
+        would make torch wait for everything queued on the GPU."""
+        torch = self.torch
+        if self.staged is None:
+            self.staged = torch.empty(len(actions), dtype=torch.int64, pin_memory=True)
+            self.staged_read = torch.cuda.Event()
         else:
-            a = torch.as_tensor(self.env._check_actions(actions), device=self.dev).long()
-        bad = (a < 0) | (a >= k)
-        if n and bool(bad.any()):
-            raise ValueError(
-                f"action {int(a[bad][0])} is out of range: the action space is Discrete({k})"
-            )
-        return a
+            self.staged_read.synchronize()  # the last step's copy has read the buffer
+        self.staged.numpy()[:] = actions
+        out = self.staged.to(self.dev, non_blocking=True)
+        self.staged_read.record(torch.cuda.current_stream(self.dev))
+        return out
 
     def restart(self, mask: Any) -> None:
         """Consoles in ``mask`` (a device bool tensor) restart from start states."""
@@ -202,9 +226,13 @@ class DeviceStep:
         return self.obs_buf
 
     def info(self, ram: Any) -> dict[str, Any]:
+        return self.info_of(self.env._info_fn(ram), self.elapsed)
+
+    def info_of(self, game_info: dict[str, Any], elapsed: Any) -> dict[str, Any]:
+        """A vector info from the game's info dict and the step counts ``elapsed``."""
         n = self.env.num_envs
-        info = _with_masks(self.env._info_fn(ram), n, self)
-        info["elapsed_steps"] = self.elapsed.clone()
+        info = _with_masks(game_info, n, self)
+        info["elapsed_steps"] = elapsed.clone()
         info["_elapsed_steps"] = self.torch.ones(n, dtype=self.torch.bool, device=self.dev)
         return info
 
@@ -237,6 +265,18 @@ def to_numpy(x: Any) -> Any:
     if type(x).__module__.startswith("torch"):
         return x.cpu().numpy()
     return x
+
+
+def _halves(info: dict[str, Any], n: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An info dict over 2N rows as two over N: the first N rows' and the last N's."""
+    first: dict[str, Any] = {}
+    second: dict[str, Any] = {}
+    for key, value in info.items():
+        if isinstance(value, dict):
+            first[key], second[key] = _halves(value, n)
+        else:
+            first[key], second[key] = value[:n], value[n:]
+    return first, second
 
 
 def _with_masks(info: dict[str, Any], n: int, d: DeviceStep) -> dict[str, Any]:

@@ -163,8 +163,16 @@ def test_make_vec_on_cuda_matches_cpu(game, n, kwargs):
                 np.testing.assert_array_equal(i1[key], i2[key], err_msg=f"info {key} at step {t}")
         done = r1[2] | r1[3]
         ended += int(done.sum())
-        for i in np.flatnonzero(done):  # the final observation of an ended episode
+        for i in np.flatnonzero(done):  # the final observation and info of an ended episode
             np.testing.assert_array_equal(i1["final_obs"][i], i2["final_obs"][i])
+        if done.any():
+            f1, f2 = i1["final_info"], i2["final_info"]
+            assert list(f1) == list(f2), f"final_info keys at step {t}"
+            for key in f1:
+                for sub in f1[key] if isinstance(f1[key], dict) else [None]:
+                    x = f1[key] if sub is None else f1[key][sub]
+                    y = f2[key] if sub is None else f2[key][sub]
+                    np.testing.assert_array_equal(x, y, err_msg=f"final_info {key} {sub} at step {t}")
     assert ended > 0  # max_episode_steps=20: the device auto-reset ran
     np.testing.assert_array_equal(cpu.ram(), gpu.ram().cpu().numpy())
     cpu.close()

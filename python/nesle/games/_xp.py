@@ -32,7 +32,13 @@ def where(cond: Any, a: Any, b: Any) -> Any:
         import torch
 
         def t(v: Any) -> Any:
-            return v if is_torch(v) else torch.as_tensor(v, device=cond.device)
+            if is_torch(v):
+                return v
+            v = torch.as_tensor(v)  # on the host: the dtype torch gives the value
+            if v.dim() == 0:
+                # Filled on the device: a copy from the host would wait for the GPU's queue.
+                return torch.full((), v.item(), dtype=v.dtype, device=cond.device)
+            return v.to(cond.device)
 
         return torch.where(cond, t(a), t(b))
     return np.where(cond, a, b)
