@@ -542,8 +542,7 @@ extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32, 6) nesle_draw_lin
     __shared__ GrayTables t;
     __shared__ __align__(16) float rows[LINES_WARPS][256];
     u32 w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (gray)
-        for (u32 i = threadIdx.x; i < sizeof(GrayTables) / 4; i += blockDim.x) ((u32*)&t)[i] = ((const u32*)tables)[i];
+    if (gray) gray_tables_to_shared(t, tables, blockDim.x);
     __syncthreads();
     // Slot after slot until the queue is taken: a warp that only drew one env would hold its SM
     // at the `griddepcontrol.wait` below, and the step's tail would draw a block's worth at most
@@ -578,7 +577,7 @@ extern "C" __global__ void __launch_bounds__(LINES_WARPS * 32) nesle_gray84_redr
                                                                                 u32 n_envs) {
     __shared__ GrayTables t;
     __shared__ __align__(16) float rows[LINES_WARPS][256];
-    for (u32 i = threadIdx.x; i < sizeof(GrayTables) / 4; i += blockDim.x) ((u32*)&t)[i] = ((const u32*)tables)[i];
+    gray_tables_to_shared(t, tables, blockDim.x);
     __syncthreads();
     u32 w = threadIdx.x >> 5, lane = threadIdx.x & 31;
     for (u32 env = blockIdx.x * LINES_WARPS + w; env < n_envs; env += gridDim.x * LINES_WARPS)

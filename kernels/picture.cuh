@@ -70,6 +70,12 @@ NESLE_FN u8 gray84_from_rows(const u32* ci, const float* cw, const float* rows) 
 static_assert(GRAY_SIZE % GRAY_BAND == 0 && GRAY_THREADS == 64 * GRAY_BAND && GRAY_THREADS >= 3 * GRAY_SIZE,
               "gray84 bands");
 
+// The block's threads (`threads` of them) copy the tables into shared memory `t`, a word each
+// in turn; the caller's barrier follows.
+NESLE_FN void gray_tables_to_shared(GrayTables& t, const GrayTables* tables, u32 threads) {
+    for (u32 i = threadIdx.x; i < sizeof(GrayTables) / 4; i += threads) ((u32*)&t)[i] = ((const u32*)tables)[i];
+}
+
 // A block a picture at a time (`gridDim.x` blocks over all of them), the tables in shared
 // memory: for each band of 4 output rows, each thread sums 4 source columns down one of the
 // rows (gray84_row_sums4: one 4-byte load a tap), then takes output pixel `ox` (its index mod 84)
@@ -79,8 +85,7 @@ extern "C" __global__ void __launch_bounds__(GRAY_THREADS) nesle_gray84(const u8
                                                                        u32 n_envs) {
     __shared__ GrayTables t;
     __shared__ __align__(16) float rows[GRAY_BAND][256];
-    const u32* from = (const u32*)tables;
-    for (u32 i = threadIdx.x; i < sizeof(GrayTables) / 4; i += GRAY_THREADS) ((u32*)&t)[i] = from[i];
+    gray_tables_to_shared(t, tables, GRAY_THREADS);
     __syncthreads();
     u32 tid = threadIdx.x;
     u32 x = (tid & 63) * 4, b = tid >> 6;  // first pass: columns x..x+3 of band row b (a warp's b is one)

@@ -312,7 +312,7 @@ impl Batch {
         }
         self.gpu.upload(actions, &mut self.actions, 0)?;
         let regrouped = self.auto_regroup()?;
-        self.launch_step(None, frames, regrouped, None)
+        self.launch_step(None, frames, regrouped, None, None)
     }
 
     /// [`Batch::step`], then every env's 84x84 picture into `out` as [`Batch::gray84`] makes it
@@ -325,7 +325,7 @@ impl Batch {
         self.check_gray84(out)?;
         self.gpu.upload(actions, &mut self.actions, 0)?;
         let regrouped = self.auto_regroup()?;
-        self.launch_step(None, frames, regrouped, Some(out))
+        self.launch_step(None, frames, regrouped, Some(out), None)
     }
 
     /// Like [`Batch::step`] with actions already on the device (`n_envs` bytes).
@@ -334,7 +334,7 @@ impl Batch {
             return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), self.n_envs)));
         }
         let regrouped = self.auto_regroup()?;
-        self.launch_step(Some(actions), frames, regrouped, None)
+        self.launch_step(Some(actions), frames, regrouped, None, None)
     }
 
     /// Like [`Batch::step`], recording every env's work RAM after every frame into `trace`:
@@ -363,7 +363,7 @@ impl Batch {
         actions: Option<&CudaSlice<u8>>,
         frames: u32,
         trace: &mut CudaSlice<u8>,
-        mut gray: Option<&mut CudaSlice<u8>>,
+        gray: Option<&mut CudaSlice<u8>>,
     ) -> Result<(), Error> {
         let per_frame = self.n_envs * 0x800;
         if trace.len() < frames as usize * per_frame {
@@ -375,16 +375,7 @@ impl Batch {
             )));
         }
         let regrouped = self.auto_regroup()?;
-        for f in 0..frames {
-            self.regroup_before_frame(f, regrouped)?;
-            let last = f + 1 == frames;
-            self.launch_step_drawing(actions, 1, last, if last { gray.as_deref_mut() } else { None })?;
-            self.gpu.gather_ram_at(&self.states, trace, f as usize * per_frame, self.n_envs, self.packing)?;
-        }
-        match gray {
-            Some(out) if frames == 0 => self.gray84(out),
-            _ => Ok(()),
-        }
+        self.launch_step(actions, frames, regrouped, gray, Some(trace))
     }
 
     /// Uploads host buttons for the next [`Batch::step_trace`] with `actions: None`.
@@ -401,18 +392,23 @@ impl Batch {
     /// 242k frames/s one frame per launch vs 188k four; docs/kernel-notes.md, row 13).
     /// `regrouped`: this step regrouped first (`auto_regroup`).
     /// `gray`: the last frame's 84x84 pictures (checked by the caller); with no frame, made of
-    /// the pictures as they are.
+    /// the pictures as they are. `trace`: every env's RAM after each frame (checked by the caller).
     fn launch_step(
         &mut self,
         actions: Option<&CudaSlice<u8>>,
         frames: u32,
         regrouped: bool,
         mut gray: Option<&mut CudaSlice<u8>>,
+        mut trace: Option<&mut CudaSlice<u8>>,
     ) -> Result<(), Error> {
         for f in 0..frames {
             self.regroup_before_frame(f, regrouped)?;
             let last = f + 1 == frames;
             self.launch_step_drawing(actions, 1, last, if last { gray.as_deref_mut() } else { None })?;
+            if let Some(trace) = trace.as_deref_mut() {
+                let at = f as usize * self.n_envs * 0x800;
+                self.gpu.gather_ram_at(&self.states, trace, at, self.n_envs, self.packing)?;
+            }
         }
         match gray {
             Some(out) if frames == 0 => self.gray84(out),
@@ -438,9 +434,10 @@ impl Batch {
         draw: bool,
         gray: Option<&mut CudaSlice<u8>>,
     ) -> Result<(), Error> {
-        if gray.is_some() {
-            self.upload_gray_tables()?;
-        }
+        let gray = match gray {
+            Some(out) => Some((gray_tables(&self.gpu, &mut self.gray_tables)?, out)),
+            None => None,
+        };
         let actions = actions.unwrap_or(&self.actions);
         let order = self.order.as_ref();
         let drawn = draw && frames == 1 && self.pixels.is_some();
@@ -452,10 +449,6 @@ impl Batch {
             self.gpu.stream.memcpy_dtod(&self.states, snapshot).map_err(|e| Error::Cuda(format!("{e:?}")))?;
             self.gpu.stream.memset_zeros(queue).map_err(|e| Error::Cuda(format!("{e:?}")))?;
             self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, None, order, &mut self.ran, Some(logs), Some(&mut *queue))?;
-            let gray = match (gray, &self.gray_tables) {
-                (Some(out), Some(tables)) => Some((tables, out)),
-                _ => None,
-            };
             self.gpu.draw_lines(&self.states, snapshot, self.packing, &self.prg, &self.code, &self.chr, actions, logs, pixels, &mut self.redrawn, queue, gray, self.n_envs)?;
             if self.policy.drawn() {
                 let mut count = [0u32];
@@ -470,10 +463,9 @@ impl Batch {
         }
         let pixels = if draw { self.pixels.as_mut() } else { None };
         self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, pixels, order, &mut self.ran, None, None)?;
-        match gray {
-            Some(out) => self.gray84(out),
-            None => Ok(()),
-        }
+        let Some((tables, out)) = gray else { return Ok(()) };
+        let pixels = self.pixels.as_ref().ok_or_else(|| Error::BadArgument("gray84 needs a batch with pixels".into()))?;
+        self.gpu.gray84(pixels, tables, out, self.n_envs)
     }
 
     /// With [`BatchConfig::draw_lines`]: how the drawn steps so far were drawn ([`LinesPolicy`]).
@@ -485,7 +477,7 @@ impl Batch {
     /// measure of the work its next frame will likely take, the key of [`Batch::regroup`].
     pub fn instructions_to_host(&self) -> Result<Vec<u32>, Error> {
         let mut out = vec![0u32; self.n_envs];
-        self.gpu.stream.memcpy_dtoh(&self.ran.slice(0..self.n_envs), &mut out).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+        self.gpu.download(&self.ran, 0, &mut out)?;
         Ok(out)
     }
 
@@ -515,8 +507,7 @@ impl Batch {
             return Ok(Some(0));
         }
         let mut w = [0u32];
-        self.gpu.stream.memcpy_dtoh(&queue.slice(2..3), &mut w).map_err(|e| Error::Cuda(format!("{e:?}")))?;
-        self.gpu.synchronize()?;
+        self.gpu.download(queue, 2, &mut w)?;
         Ok(Some(w[0]))
     }
 
@@ -625,7 +616,7 @@ impl Batch {
     pub fn order_to_host(&self) -> Result<Option<Vec<u32>>, Error> {
         let Some(order) = &self.order else { return Ok(None) };
         let mut out = vec![0u32; self.n_envs];
-        self.gpu.stream.memcpy_dtoh(&order.slice(0..self.n_envs), &mut out).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+        self.gpu.download(order, 0, &mut out)?;
         Ok(Some(out))
     }
 
@@ -746,10 +737,8 @@ impl Batch {
     /// backend makes) into `out`: `n_envs * 84 * 84` bytes on the device. Asynchronous.
     pub fn gray84(&mut self, out: &mut CudaSlice<u8>) -> Result<(), Error> {
         self.check_gray84(out)?;
-        self.upload_gray_tables()?;
-        let (Some(pixels), Some(tables)) = (&self.pixels, &self.gray_tables) else {
-            unreachable!("checked and uploaded above")
-        };
+        let tables = gray_tables(&self.gpu, &mut self.gray_tables)?;
+        let pixels = self.pixels.as_ref().ok_or_else(|| Error::BadArgument("gray84 needs a batch with pixels".into()))?;
         self.gpu.gray84(pixels, tables, out, self.n_envs)
     }
 
@@ -765,17 +754,6 @@ impl Batch {
         Ok(())
     }
 
-    /// `picture::GrayTables` on the device, uploaded once.
-    fn upload_gray_tables(&mut self) -> Result<(), Error> {
-        if self.gray_tables.is_none() {
-            let t = crate::picture::GrayTables::new();
-            let bytes = launch::tables_as_bytes(&t);
-            let mut buf = self.gpu.alloc(bytes.len())?;
-            self.gpu.upload(bytes, &mut buf, 0)?;
-            self.gray_tables = Some(buf);
-        }
-        Ok(())
-    }
 
     /// Raw device addresses for zero-copy consumers (valid while `self` lives).
     pub fn device_pointers(&self) -> DevicePointers {
@@ -791,6 +769,21 @@ impl Batch {
 
 /// `state` belongs to `rom` and has nothing where its cartridge cannot write (what the packed
 /// device copy drops).
+/// `picture::GrayTables` on the device, uploaded into `slot` on first use (a function of the
+/// two fields, so the batch's other fields stay free to borrow beside the tables).
+fn gray_tables<'a>(gpu: &Gpu, slot: &'a mut Option<CudaSlice<u8>>) -> Result<&'a CudaSlice<u8>, Error> {
+    match slot {
+        Some(buf) => Ok(buf),
+        None => {
+            let tables = crate::picture::GrayTables::new();
+            let bytes = launch::tables_as_bytes(&tables);
+            let mut buf = gpu.alloc(bytes.len())?;
+            gpu.upload(bytes, &mut buf, 0)?;
+            Ok(slot.insert(buf))
+        }
+    }
+}
+
 fn check_packable(rom: &RomImage, packing: Packing, state: &FlatState) -> Result<(), Error> {
     rom.check_state(state)?;
     if Packing::of(state) != packing || !packing.keeps_everything_of(state) {

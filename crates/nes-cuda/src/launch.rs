@@ -714,11 +714,11 @@ impl Gpu {
         self.stream.memcpy_htod(src, &mut view).map_err(cuda)
     }
 
-    pub(crate) fn download(
+    pub(crate) fn download<T: cudarc::driver::DeviceRepr>(
         &self,
-        src: &CudaSlice<u8>,
+        src: &CudaSlice<T>,
         at: usize,
-        dst: &mut [u8],
+        dst: &mut [T],
     ) -> Result<(), Error> {
         if at + dst.len() > src.len() {
             return Err(Error::BadArgument("download out of range".into()));
@@ -883,9 +883,9 @@ impl Gpu {
             return Ok(());
         }
         let (n, stride, bits) = (n_envs as u32, packing.stride() as u32, packing.bits());
-        // SAFETY (both launches): matches `nesle_draw_lines(const u8*, u32, u32, const u8*,
-        // LineLog*, u8*, u32, u32*, u32*, const GrayTables*, u8*)`; `redrawn` one counter, added
-        // to atomically; lengths checked above; `states` holds n_envs states packed by `packing`
+        // SAFETY: matches `nesle_draw_lines(const u8*, u32, u32, const u8*, LineLog*, u8*, u32,
+        // u32*, u32*, const GrayTables*, u8*)`; `redrawn` one counter, added to atomically;
+        // lengths checked above; `states` holds n_envs states packed by `packing`
         // and validated against this ROM (its CHR maps index inside `chr` or the state's CHR
         // RAM), `lines` the LineLogs and `queue` the n_envs + 3 words the nesle_step just
         // launched fills (zeroed before it): the warps take the slots one at a time and wait for
@@ -894,10 +894,7 @@ impl Gpu {
         // picture and 84x84 picture.
         let null = 0u64;
         let cfg = lines_grid(n_envs, self.sms);
-        if self.pdl {
-            // Launched as dependent on the step before it: its blocks may be scheduled once every
-            // step block runs (nesle_step's `griddepcontrol.launch_dependents`), on the SMs the
-            // step leaves; it ends after the step (`griddepcontrol.wait`). kernel-notes #166.
+        {
             let (s, _s) = states.device_ptr(&self.stream);
             let (c, _c) = chr.device_ptr(&self.stream);
             let (l, _l) = lines.device_ptr_mut(&self.stream);
@@ -925,6 +922,10 @@ impl Gpu {
                 &t as *const u64 as *mut _,
                 &g as *const u64 as *mut _,
             ];
+            // With `pdl`, launched as a dependent of the step before it: its blocks may be scheduled
+            // once every step block runs (nesle_step's `griddepcontrol.launch_dependents`), on the
+            // SMs the step leaves; it ends after the step (`griddepcontrol.wait`). kernel-notes #166.
+            // Without, the same launch with no attribute starts after the step, its queue full.
             // SAFETY: a plain C struct and union; zero is a valid value of each field.
             let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
             attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -939,21 +940,13 @@ impl Gpu {
                 sharedMemBytes: 0,
                 hStream: self.stream.cu_stream(),
                 attrs: &mut attr,
-                numAttrs: 1,
+                numAttrs: u32::from(self.pdl),
             };
             // SAFETY: as above; `params` points at the 11 arguments in the kernel's order, alive
             // (with the buffers' guards) until the call returns, which copies them.
             unsafe { sys::cuLaunchKernelEx(&config, self.draw_lines.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }
                 .result()
                 .map_err(cuda)?;
-        } else {
-            let mut b = self.stream.launch_builder(&self.draw_lines);
-            b.arg(states).arg(&stride).arg(&bits).arg(chr).arg(&mut *lines).arg(&mut *pixels).arg(&n).arg(&mut *redrawn).arg(&mut *queue);
-            match gray.as_mut() {
-                Some((t, o)) => b.arg(*t).arg(&mut **o),
-                None => b.arg(&null).arg(&null),
-            };
-            unsafe { b.launch(cfg) }.map_err(cuda)?;
         }
         let mut b = self.stream.launch_builder(&self.redraw);
         b.arg(snapshot).arg(&stride).arg(&bits).arg(prg).arg(code).arg(chr).arg(actions).arg(&*lines).arg(&mut *pixels).arg(&n);
