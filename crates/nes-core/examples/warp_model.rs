@@ -35,7 +35,11 @@
 //! (`tail_slowest`: the lanes a launch filling every SM would have spare), and with
 //! `WARP_SPLIT=1` the frame in the kernel's 12 parts with a block barrier after each
 //! (`parts_cost`) against the same frame cut in two launches with the envs regrouped between them
-//! (`split_cost`; docs/kernel-notes.md, "Regrouping inside a frame").
+//! (`split_cost`; docs/kernel-notes.md, "Regrouping inside a frame"). With `frame` and
+//! `framestale`, each step also prints its length with the 4 launches overlapped (a warp of the
+//! next frame starting once its envs finished the last, no barrier between launches) against
+//! today's barriers: the critical path (`critical_path`) and the same with at most one frame's
+//! warps resident (`resident_path`).
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
 //! listed step (default 3,30,100,200) the 4 frames of that step are traced. The ROM comes from
@@ -242,6 +246,83 @@ fn permuted<T>(items: Vec<T>, order: &[usize]) -> Vec<T> {
     order.iter().map(|&i| old[i].take().expect("an order is a permutation")).collect()
 }
 
+/// Per frame after a step's first, each warp's warps of the frame before (those that ran its envs
+/// then), from each frame's env ids in warp order: what a warp waits for when a launch may start
+/// a warp as soon as its own envs have finished the frame before (no barrier between launches).
+fn warp_deps(frame_ids: &[Vec<usize>]) -> Vec<Vec<Vec<usize>>> {
+    frame_ids
+        .windows(2)
+        .map(|pair| {
+            let mut warp_of = vec![0; pair[0].len()];
+            for (pos, &id) in pair[0].iter().enumerate() {
+                warp_of[id] = pos / WARP;
+            }
+            pair[1]
+                .chunks(WARP)
+                .map(|w| {
+                    let mut deps: Vec<usize> = w.iter().map(|&id| warp_of[id]).collect();
+                    deps.sort_unstable();
+                    deps.dedup();
+                    deps
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A step's length when its frames' launches overlap (`rounds` per frame and warp, `deps` from
+/// `warp_deps`), with room for every warp at once: the first frame's warps start at 0 (the step
+/// boundary stays a barrier, its actions change), a later frame's warp when the last of its
+/// deps finishes; the step ends with its last warp (the critical path).
+fn critical_path(rounds: &[Vec<u64>], deps: &[Vec<Vec<usize>>]) -> u64 {
+    let mut finish = rounds[0].clone();
+    for (r, d) in rounds[1..].iter().zip(deps) {
+        finish = r.iter().zip(d).map(|(&r, d)| d.iter().map(|&v| finish[v]).max().unwrap_or(0) + r).collect();
+    }
+    finish.into_iter().max().unwrap_or(0)
+}
+
+/// `critical_path` with at most `slots` warps resident: a warp starts when its deps have finished
+/// and a slot is free, the ready warps taking the freed slots in the order they became ready
+/// (ties: the earlier frame, then the lower warp). An event simulation over warp finishes.
+fn resident_path(rounds: &[Vec<u64>], deps: &[Vec<Vec<usize>>], slots: usize) -> u64 {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    // Per warp (frame, warp): its deps not yet finished, and the next frame's warps waiting on it.
+    let mut left: Vec<Vec<usize>> = rounds.iter().map(|r| vec![0; r.len()]).collect();
+    let mut waiting: Vec<Vec<Vec<usize>>> = rounds.iter().map(|r| vec![Vec::new(); r.len()]).collect();
+    for (f, frame_deps) in deps.iter().enumerate() {
+        for (w, d) in frame_deps.iter().enumerate() {
+            left[f + 1][w] = d.len();
+            for &v in d {
+                waiting[f][v].push(w);
+            }
+        }
+    }
+    // (ready time, frame, warp) and (finish time, frame, warp), earliest first.
+    let mut ready: BinaryHeap<Reverse<(u64, usize, usize)>> = (0..rounds[0].len()).map(|w| Reverse((0, 0, w))).collect();
+    let mut running: BinaryHeap<Reverse<(u64, usize, usize)>> = BinaryHeap::new();
+    let (mut now, mut free) = (0, slots);
+    loop {
+        while free > 0 {
+            let Some(Reverse((_, f, w))) = ready.pop() else { break };
+            running.push(Reverse((now + rounds[f][w], f, w)));
+            free -= 1;
+        }
+        let Some(Reverse((end, f, v))) = running.pop() else { return now };
+        now = end;
+        free += 1;
+        if f + 1 < rounds.len() {
+            for &w in &waiting[f][v] {
+                left[f + 1][w] -= 1;
+                if left[f + 1][w] == 0 {
+                    ready.push(Reverse((now, f + 1, w)));
+                }
+            }
+        }
+    }
+}
+
 /// Slots of one warp: work, ideal, aligned, then the votes: lowest PC; deepest stack, then
 /// lowest PC.
 fn warp_cost(traces: &[Vec<Slot>]) -> [u64; 5] {
@@ -327,19 +408,27 @@ fn main() {
         let mut majority = 0u64;
         // Each env's 4 frames end to end: the (stack, PC) vote across the frame boundaries.
         let mut steps_traces: Vec<Vec<Slot>> = vec![Vec::new(); n];
+        // Each env's id (its place in the step's first frame), and per frame the ids in warp
+        // order and each warp's (stack, PC) vote rounds: the launches' dependencies, for the
+        // cost of overlapping them.
+        let mut ids: Vec<usize> = (0..n).collect();
+        let mut frame_ids: Vec<Vec<usize>> = Vec::new();
+        let mut frame_rounds: Vec<Vec<u64>> = Vec::new();
         for f in 0..4 {
             if f > 0 && (regroup == "frame" || regroup == "framestale" || regroup == "framespread") {
-                // Each env keeps its traces so far: sort env and traces together.
-                let mut both: Vec<_> = envs.drain(..).zip(steps_traces.drain(..)).collect();
-                if regroup == "frame" {
-                    both.sort_by_key(|((_, count, _, _), _)| *count);
-                } else if regroup == "framestale" {
-                    both.sort_by_key(|((_, _, stale, _), _)| *stale);
+                // Each env keeps its traces so far and its id: move all three by one order (a
+                // stable sort, as sorting the envs themselves).
+                let order = if regroup == "framespread" {
+                    spread_order(&envs.iter().map(|e| e.1).collect::<Vec<_>>())
                 } else {
-                    let order = spread_order(&both.iter().map(|((_, count, _, _), _)| *count).collect::<Vec<_>>());
-                    both = permuted(both, &order);
-                }
-                (envs, steps_traces) = both.into_iter().unzip();
+                    let stale = regroup == "framestale";
+                    let mut order: Vec<usize> = (0..n).collect();
+                    order.sort_by_key(|&i| if stale { envs[i].2 } else { envs[i].1 });
+                    order
+                };
+                envs = permuted(std::mem::take(&mut envs), &order);
+                steps_traces = permuted(std::mem::take(&mut steps_traces), &order);
+                ids = permuted(std::mem::take(&mut ids), &order);
             }
             let (traces, cycles): (Vec<Vec<Slot>>, Vec<Vec<u64>>) = envs.iter_mut().map(|(c, _, _, _)| traced_frame_cycles(c)).unzip();
             if regroup == "frame" && std::env::var_os("WARP_SPLIT").is_some() {
@@ -375,8 +464,10 @@ fn main() {
             // against the mean warp's, and the longest env's instructions against the mean env's.
             let (mut slowest, mut frame_sum) = (0u64, 0u64);
             let mut slowest_lens: Vec<usize> = Vec::new();
+            let mut warp_rounds: Vec<u64> = Vec::new();
             for w in traces.chunks(WARP) {
                 let cost = warp_cost(w);
+                warp_rounds.push(cost[4]);
                 if cost[4] > slowest {
                     slowest_lens = w.iter().map(|t| t.len()).collect();
                 }
@@ -399,6 +490,8 @@ fn main() {
                 let hot: Vec<String> = hot.iter().take(8).map(|(pc, (op, k))| format!("{pc:04x}:{op:02x}x{k}")).collect();
                 eprintln!("step {step} frame {f}: the longest env's most run instructions {}", hot.join(" "));
             }
+            frame_ids.push(ids.clone());
+            frame_rounds.push(warp_rounds);
             let mean_warp = frame_sum as f64 / warps as f64;
             eprintln!(
                 "step {step} frame {f}: slowest warp {slowest} vote-sp rounds, mean {mean_warp:.0} ({:.2}x); longest env {longest} instructions, mean {mean_len:.0} ({:.2}x)",
@@ -441,6 +534,23 @@ fn main() {
             majority as f64 / (4 * n) as f64,
             per_env / (majority as f64 / (4 * n) as f64)
         );
+        if regroup == "frame" || regroup == "framestale" {
+            // The step with its 4 launches overlapped (a warp starts once its envs finished the
+            // frame before) against today's barriers (the sum of each launch's slowest warp):
+            // unbounded, then with one frame's warps resident at most (all envs resident, as
+            // 65,536 envs fill an H200), a later frame's warp taking a slot an earlier one frees.
+            // That many slots never hold a warp back: a warp runs only envs done with the frame
+            // before and not yet with its own, so an env is in one running warp at most.
+            let barrier: u64 = frame_rounds.iter().map(|r| r.iter().copied().max().unwrap_or(0)).sum();
+            let deps = warp_deps(&frame_ids);
+            let path = critical_path(&frame_rounds, &deps);
+            let resident = resident_path(&frame_rounds, &deps, warps);
+            eprintln!(
+                "step {step}: overlapped launches: barriers {barrier} rounds; critical path {path} ({:.3}x); {warps} warps resident {resident} ({:.3}x)",
+                barrier as f64 / path as f64,
+                barrier as f64 / resident as f64
+            );
+        }
         let across: u64 = steps_traces.chunks(WARP).map(|w| vote_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32)).sum();
         let k = (4 * warps) as f64;
         let [work, ideal, aligned, vote, deep] = sum.map(|s| s as f64 / k);
