@@ -187,13 +187,14 @@ class DeviceStep:
             env._on_reset(env._batch, mask.cpu().numpy(), env._rng)
             self.ram = torch.from_dlpack(env._batch.ram_tensor()).clone()
         else:
-            self.ram = torch.where(mask[:, None], self.start_ram[pick], self.ram)
+            self.ram = torch.where(mask[:, None], _of_start(self.start_ram, pick, k), self.ram)
         self.elapsed = torch.where(mask, 0, self.elapsed)
         self.start_of = torch.where(mask, pick, self.start_of)
         self.fresh |= mask
-        first = self.start_frames[pick] if env.obs_mode != "ram" else self.ram
+        first = _of_start(self.start_frames, pick, k) if env.obs_mode != "ram" else self.ram
         shape = (1, n) + (1,) * (self.frames.dim() - 2)
-        self.frames.copy_(torch.where(mask.view(shape), first.unsqueeze(0), self.frames))
+        # In place: the ring is the largest buffer (k x N pictures), rewritten every step.
+        torch.where(mask.view(shape), first.unsqueeze(0), self.frames, out=self.frames)
 
     def push(self, made: bool = False) -> None:
         """Every console's observation frame now, into the next slot of the ring (`made`: the
@@ -265,6 +266,12 @@ def to_numpy(x: Any) -> Any:
     if type(x).__module__.startswith("torch"):
         return x.cpu().numpy()
     return x
+
+
+def _of_start(table: Any, pick: Any, k: int) -> Any:
+    """Row ``pick[i]`` of a table over the ``k`` start states for each env: a gather, or with
+    one start state its row broadcast, which moves no memory."""
+    return table[pick] if k > 1 else table[0].expand(len(pick), *table.shape[1:])
 
 
 def _halves(info: dict[str, Any], n: int) -> tuple[dict[str, Any], dict[str, Any]]:

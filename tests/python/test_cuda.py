@@ -129,6 +129,8 @@ def test_a_state_moves_cpu_to_gpu_to_cpu(smb_rom):
     ("game", "n", "kwargs"),
     [
         ("smb", 16, dict(obs="gray84", frame_stack=2)),
+        # Two start states: the restarts gather each env's start frame and RAM.
+        ("smb", 16, dict(obs="gray84", start_states=["1-1", "1-2"])),
         ("tetris", 16, dict(obs="ram")),
         # Three warps regrouped before every step, with the device's auto-resets in between.
         ("smb", 96, dict(obs="ram", regroup_every=1)),
