@@ -754,7 +754,6 @@ impl Batch {
         Ok(())
     }
 
-
     /// Raw device addresses for zero-copy consumers (valid while `self` lives).
     pub fn device_pointers(&self) -> DevicePointers {
         DevicePointers {
@@ -767,8 +766,6 @@ impl Batch {
     }
 }
 
-/// `state` belongs to `rom` and has nothing where its cartridge cannot write (what the packed
-/// device copy drops).
 /// `picture::GrayTables` on the device, uploaded into `slot` on first use (a function of the
 /// two fields, so the batch's other fields stay free to borrow beside the tables).
 fn gray_tables<'a>(gpu: &Gpu, slot: &'a mut Option<CudaSlice<u8>>) -> Result<&'a CudaSlice<u8>, Error> {
@@ -784,6 +781,8 @@ fn gray_tables<'a>(gpu: &Gpu, slot: &'a mut Option<CudaSlice<u8>>) -> Result<&'a
     }
 }
 
+/// `state` belongs to `rom` and has nothing where its cartridge cannot write (what the packed
+/// device copy drops).
 fn check_packable(rom: &RomImage, packing: Packing, state: &FlatState) -> Result<(), Error> {
     rom.check_state(state)?;
     if Packing::of(state) != packing || !packing.keeps_everything_of(state) {

@@ -883,17 +883,17 @@ impl Gpu {
             return Ok(());
         }
         let (n, stride, bits) = (n_envs as u32, packing.stride() as u32, packing.bits());
-        // SAFETY: matches `nesle_draw_lines(const u8*, u32, u32, const u8*, LineLog*, u8*, u32,
-        // u32*, u32*, const GrayTables*, u8*)`; `redrawn` one counter, added to atomically;
-        // lengths checked above; `states` holds n_envs states packed by `packing`
-        // and validated against this ROM (its CHR maps index inside `chr` or the state's CHR
-        // RAM), `lines` the LineLogs and `queue` the n_envs + 3 words the nesle_step just
-        // launched fills (zeroed before it): the warps take the slots one at a time and wait for
-        // each env there, which that launch puts in every slot. The tables and the 84x84 pictures
-        // both null (a null u64) or both given. The warp drawing an env touches only its log,
-        // picture and 84x84 picture.
+        // SAFETY: matches `nesle_draw_lines(const u8*, u32, u32, const u8*, LineLog*, u8*, u32, u32*,
+        // u32*, const GrayTables*, u8*)`; `redrawn` one counter, added to atomically; lengths checked
+        // above; `states` holds n_envs states packed by `packing` and validated against this ROM (its
+        // CHR maps index inside `chr` or the state's CHR RAM), `lines` the LineLogs and `queue` the
+        // n_envs + 3 words the nesle_step just launched fills (zeroed before it): the warps take the
+        // slots one at a time and wait for each env there, which that launch puts in every slot. The
+        // tables and the 84x84 pictures both null (a null u64) or both given. The warp drawing an env
+        // touches only its log, picture and 84x84 picture.
         let null = 0u64;
         let cfg = lines_grid(n_envs, self.sms);
+        // A block: the buffers' guards end with it, before the launches after it borrow them.
         {
             let (s, _s) = states.device_ptr(&self.stream);
             let (c, _c) = chr.device_ptr(&self.stream);
