@@ -70,10 +70,13 @@ NESLE_FN LineScene lines_scene(const u8* packed, u32 packing, const u8* chr_rom)
     return c;
 }
 
+// Where the 1 KiB bank that holds pattern table address `addr` starts in `c.chr`.
+NESLE_FN u32 lines_chr_bank(const LineScene& c, u32 addr) { return c.chr_map[(addr >> 10) & 7]; }
+
 // A pattern row's two planes, at `addr` and `addr + 8` (bit 3 of `addr` clear, so both lie in
 // the same 1 KiB bank: one bank lookup for the two; kernel-notes #158).
 NESLE_FN void lines_chr_row(const LineScene& c, u32 addr, u32& lo, u32& hi) {
-    const u8* row = c.chr + c.chr_map[(addr >> 10) & 7] + (addr & 0x3ff);
+    const u8* row = c.chr + lines_chr_bank(c, addr) + (addr & 0x3ff);
     lo = row[0];
     hi = row[8];
 }
@@ -232,7 +235,7 @@ NESLE_FN void lines_tile(const LineScene& c, u16 vert, u16 hori, u32 k, u16 tabl
     u32 ab = c.ciram[page + (0x3c0 | ((v >> 4) & 0x38) | ((v >> 2) & 0x07))];
     at = (ab >> (((v >> 4) & 4) | (v & 2))) & 3;
     u32 a = table | (nt << 4);
-    pattern = c.chr_map[(a >> 10) & 7] + (a & 0x3ff);
+    pattern = lines_chr_bank(c, a) + (a & 0x3ff);
 }
 
 // Lane `lane`'s 8 pixels of one line in which a write changes fine X or PPUMASK from its dot on
