@@ -66,11 +66,12 @@ extern "C" __global__ void nesle_reset_from_bank(u8* states, const u8* bank, u32
 
 // Every env's 2 KiB of CPU RAM into one dense n_envs x 2048 buffer (RAM observations and
 // game logic read it without downloading whole states). RAM sits in the packed head, at its
-// FlatState offset.
+// FlatState offset. A thread a word (launch.rs: n_envs x 256 threads), so a warp moves 256
+// contiguous bytes of one env; a thread an env made each load touch 32 rows (kernel-notes #170).
 extern "C" __global__ void nesle_gather_ram(const u8* states, u32 stride, u8* out, u32 n_envs) {
-    u32 env = blockIdx.x * blockDim.x + threadIdx.x;
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u64 env = i / (0x800 / 8), word = i % (0x800 / 8);
     if (env >= n_envs) return;
-    const u64* src = (const u64*)(states + (u64)env * stride + __builtin_offsetof(FlatState, ram));
-    u64* dst = (u64*)(out + (u64)env * 0x800);
-    for (u32 i = 0; i < 0x800 / 8; i++) dst[i] = src[i];
+    const u64* src = (const u64*)(states + env * stride + __builtin_offsetof(FlatState, ram));
+    ((u64*)(out + env * 0x800))[word] = src[word];
 }

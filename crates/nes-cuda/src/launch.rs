@@ -1125,8 +1125,8 @@ impl Gpu {
         b.arg(states).arg(&st).arg(&mut view).arg(&n);
         // SAFETY: matches `nesle_gather_ram(const u8*, u32, u8*, u32)`; lengths checked (RAM
         // sits in every packing's head, at its FlatState offset), on a view of exactly
-        // n_envs * 2048 bytes.
-        unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
+        // n_envs * 2048 bytes; a thread a word, those past the last env's return.
+        unsafe { b.launch(grid_of(n_envs * (0x800 / 8), 256)) }.map_err(cuda)?;
         Ok(())
     }
 }
