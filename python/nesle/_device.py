@@ -187,14 +187,15 @@ class DeviceStep:
             env._on_reset(env._batch, mask.cpu().numpy(), env._rng)
             self.ram = torch.from_dlpack(env._batch.ram_tensor()).clone()
         else:
-            self.ram = torch.where(mask[:, None], _of_start(self.start_ram, pick, k), self.ram)
+            ram = torch.where(mask[:, None], _of_start(_words(self.start_ram, 1), pick, k), _words(self.ram, 1))
+            self.ram = ram.view(torch.uint8).view(self.ram.shape)
         self.elapsed = torch.where(mask, 0, self.elapsed)
         self.start_of = torch.where(mask, pick, self.start_of)
         self.fresh |= mask
-        first = _of_start(self.start_frames, pick, k) if env.obs_mode != "ram" else self.ram
-        shape = (1, n) + (1,) * (self.frames.dim() - 2)
+        first = _of_start(_words(self.start_frames, 1), pick, k) if env.obs_mode != "ram" else _words(self.ram, 1)
         # In place: the ring is the largest buffer (k x N pictures), rewritten every step.
-        torch.where(mask.view(shape), first.unsqueeze(0), self.frames, out=self.frames)
+        ring = _words(self.frames, 2)
+        torch.where(mask.view(1, n, 1), first.unsqueeze(0), ring, out=ring)
 
     def push(self, made: bool = False) -> None:
         """Every console's observation frame now, into the next slot of the ring (`made`: the
@@ -272,6 +273,18 @@ def _of_start(table: Any, pick: Any, k: int) -> Any:
     """Row ``pick[i]`` of a table over the ``k`` start states for each env: a gather, or with
     one start state its row broadcast, which moves no memory."""
     return table[pick] if k > 1 else table[0].expand(len(pick), *table.shape[1:])
+
+
+def _words(t: Any, lead: int) -> Any:
+    """``t`` with its dims after the first ``lead`` flattened and read as the widest integers
+    that tile them: the same bytes, a view, so that element-wise kernels such as the restart's
+    ``where`` move 8 bytes an element instead of one."""
+    rows = t.flatten(lead)
+    width = rows.shape[-1]
+    for dtype, size in ((_torch().int64, 8), (_torch().int32, 4), (_torch().int16, 2)):
+        if width % size == 0:
+            return rows.view(dtype)
+    return rows
 
 
 def _halves(info: dict[str, Any], n: int) -> tuple[dict[str, Any], dict[str, Any]]:
