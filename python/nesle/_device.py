@@ -113,7 +113,8 @@ class DeviceStep:
             truncated = (self.elapsed >= env.max_episode_steps) & ~terminated
         self.fresh.zero_()
         self.push(made=env.obs_mode == "gray84")
-        last = trace[end_frame, self.arange]  # each env's RAM on its episode's last frame
+        # Each env's RAM on its episode's last frame (gathered as 8-byte words).
+        last = _words(trace, 2)[end_frame, self.arange].view(torch.uint8)
         if not env.autoreset:
             return self.observation(), reward.float(), terminated, truncated, self.info(last)
         done = terminated | truncated

@@ -134,6 +134,9 @@ def test_a_state_moves_cpu_to_gpu_to_cpu(smb_rom):
         ("tetris", 16, dict(obs="ram")),
         # Three warps regrouped before every step, with the device's auto-resets in between.
         ("smb", 96, dict(obs="ram", regroup_every=1)),
+        # Episodes that end inside a step, on frames that vary: the final info is of each env's
+        # RAM on the frame its episode ended.
+        ("smb", 16, dict(obs="ram", done=lambda ram: (ram[:, 0x09] ^ ram[:, 0x86]) % 11 == 0)),
     ],
 )
 def test_make_vec_on_cuda_matches_cpu(game, n, kwargs):
