@@ -210,6 +210,12 @@ impl SortPolicy {
         }
     }
 
+    /// Whether the last sort the batch learned of left the order as it was: its envs run alike
+    /// (lockstep), and the step launch takes blocks for that (launch.rs `default_step_block`).
+    pub fn calm(&self) -> bool {
+        self.calm > 0
+    }
+
     /// A step whose regrouping is due: whether it sorts.
     pub fn sort_now(&mut self) -> bool {
         if self.skip > 0 {
@@ -440,6 +446,7 @@ impl Batch {
         };
         let actions = actions.unwrap_or(&self.actions);
         let order = self.order.as_ref();
+        let lockstep = self.sorts.calm();
         let drawn = draw && frames == 1 && self.pixels.is_some();
         if let (true, true, Some(pixels), Some((snapshot, logs, queue))) =
             (drawn, self.policy.by_lines_now(), self.pixels.as_mut(), self.lines.as_mut())
@@ -448,7 +455,7 @@ impl Batch {
             // run undrawn with its logs, then the line renderer.
             self.gpu.stream.memcpy_dtod(&self.states, snapshot).map_err(|e| Error::Cuda(format!("{e:?}")))?;
             self.gpu.stream.memset_zeros(queue).map_err(|e| Error::Cuda(format!("{e:?}")))?;
-            self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, None, order, &mut self.ran, Some(logs), Some(&mut *queue))?;
+            self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, None, order, &mut self.ran, Some(logs), Some(&mut *queue), lockstep)?;
             self.gpu.draw_lines(&self.states, snapshot, self.packing, &self.prg, &self.code, &self.chr, actions, logs, pixels, &mut self.redrawn, queue, gray, self.n_envs)?;
             if self.policy.drawn() {
                 let mut count = [0u32];
@@ -462,7 +469,7 @@ impl Batch {
             self.policy.drawn();
         }
         let pixels = if draw { self.pixels.as_mut() } else { None };
-        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, pixels, order, &mut self.ran, None, None)?;
+        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, pixels, order, &mut self.ran, None, None, lockstep)?;
         let Some((tables, out)) = gray else { return Ok(()) };
         let pixels = self.pixels.as_ref().ok_or_else(|| Error::BadArgument("gray84 needs a batch with pixels".into()))?;
         self.gpu.gray84(pixels, tables, out, self.n_envs)
@@ -848,13 +855,16 @@ mod tests {
         let at: Vec<usize> = ran.iter().enumerate().filter(|(_, &r)| r).map(|(i, _)| i).collect();
         assert_eq!(at, [0, 2, 5, 10, 19, 36, 53, 70, 87]);
         assert_eq!((p.sorted, p.skipped), (9, 91));
+        assert!(p.calm(), "lockstep: the step takes the lockstep blocks");
         // Envs that diverge: every step sorts.
         let (p, ran) = sorts(50, |_| true);
         assert!(ran.iter().all(|&r| r) && p.skipped == 0);
+        assert!(!p.calm());
         // Diverging from step 40 on: the next sort moves envs, and sorting is every step again.
-        let (_, ran) = sorts(100, |step| step >= 40);
+        let (p, ran) = sorts(100, |step| step >= 40);
         let first = (40..100).find(|&s| ran[s as usize]).unwrap();
         assert!(ran[first as usize..].iter().all(|&r| r), "sorts every step from step {first}");
+        assert!(!p.calm(), "no longer in lockstep");
     }
 
     /// Runs `steps` drawn steps with `redrawn` frames redrawn in each window drawn line by line;

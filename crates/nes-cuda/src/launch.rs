@@ -345,7 +345,8 @@ const BLOCK: u32 = 128;
 /// measurement knob, a multiple of 32 up to 512, what the kernel's register cap allows on one
 /// SM: kernels/nesle.cu, kernel-notes #86) overrides it. Always a multiple of 32: the frame
 /// loop's warp votes name all 32 threads (kernels/console.cuh, nes_run_frame).
-fn step_block(n: usize, sms: u32) -> u32 {
+/// `lockstep`: the batch's envs run alike (its last sort left the order as it was).
+fn step_block(n: usize, sms: u32, lockstep: bool) -> u32 {
     static B: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     let knob = *B.get_or_init(|| {
         std::env::var("NESLE_BLOCK")
@@ -353,16 +354,19 @@ fn step_block(n: usize, sms: u32) -> u32 {
             .and_then(|v| v.parse().ok())
             .filter(|&b: &u32| b > 0 && b <= 512 && b % 32 == 0)
     });
-    knob.unwrap_or_else(|| default_step_block(n, sms))
+    knob.unwrap_or_else(|| default_step_block(n, sms, lockstep))
 }
 
 /// [`step_block`] without the knob. 256-thread blocks fill the SMs when every SM gets one;
 /// 512-thread blocks (one an SM: 128 registers a thread) when at most 1/32 of the SMs go
 /// without, since a block that large gains more than 1/32 on protocol B (65,536 envs on an
-/// H200's 132 SMs: 128 blocks, 4 SMs idle, still B +5%, kernel-notes #90).
-fn default_step_block(n: usize, sms: u32) -> u32 {
+/// H200's 132 SMs: 128 blocks, 4 SMs idle, still B +5%, kernel-notes #90). The large blocks
+/// are for envs that diverge (the warps of a block then run a frame's part together, #40); envs
+/// in lockstep only wait at the parts' barriers, for fewer warps in a smaller block: [`BLOCK`]
+/// (#172, 65,536 envs on an H200: protocol A +8.1% with 128-thread blocks, B -10.8%).
+fn default_step_block(n: usize, sms: u32, lockstep: bool) -> u32 {
     let sms = sms.max(1) as usize;
-    if n < 256 * sms {
+    if lockstep || n < 256 * sms {
         BLOCK
     } else if n.div_ceil(512) >= sms - sms / 32 {
         512
@@ -785,6 +789,7 @@ impl Gpu {
         ran: &mut CudaSlice<u32>,
         lines: Option<&mut CudaSlice<u8>>,
         queue: Option<&mut CudaSlice<u32>>,
+        lockstep: bool,
     ) -> Result<(), Error> {
         check_len("states", states.len(), n_envs * packing.stride())?;
         check_len("actions", actions.len(), n_envs)?;
@@ -840,7 +845,7 @@ impl Gpu {
         // below $8000 read (`code_words`, Batch::new).
         // One thread per env touches only its own state and pixels (a thread may step several
         // envs in turn, never one env twice): no data race.
-        unsafe { b.launch(step_grid(n_envs, step_block(n_envs, self.sms), self.sms, step_blocks_per_sm())) }
+        unsafe { b.launch(step_grid(n_envs, step_block(n_envs, self.sms, lockstep), self.sms, step_blocks_per_sm())) }
             .map_err(cuda)?;
         Ok(())
     }
@@ -1231,18 +1236,21 @@ mod tests {
     #[test]
     fn the_step_block_grows_only_as_far_as_its_blocks_fill_the_sms() {
         // 132 SMs: 512 from 128 blocks of 512 (4 SMs idle, 1/33), 256 from one block each.
-        assert_eq!(default_step_block(131_072, 132), 512);
-        assert_eq!(default_step_block(65_536, 132), 512);
-        assert_eq!(default_step_block(128 * 512 - 511, 132), 512);
-        assert_eq!(default_step_block(127 * 512, 132), 256);
-        assert_eq!(default_step_block(256 * 132, 132), 256);
-        assert_eq!(default_step_block(256 * 132 - 1, 132), 128);
-        assert_eq!(default_step_block(4_096, 132), 128);
+        assert_eq!(default_step_block(131_072, 132, false), 512);
+        assert_eq!(default_step_block(65_536, 132, false), 512);
+        assert_eq!(default_step_block(128 * 512 - 511, 132, false), 512);
+        assert_eq!(default_step_block(127 * 512, 132, false), 256);
+        assert_eq!(default_step_block(256 * 132, 132, false), 256);
+        assert_eq!(default_step_block(256 * 132 - 1, 132, false), 128);
+        assert_eq!(default_step_block(4_096, 132, false), 128);
         // Small GPUs: 512 only when every SM gets its block.
-        assert_eq!(default_step_block(6 * 512, 6), 512);
-        assert_eq!(default_step_block(5 * 512, 6), 256);
-        assert_eq!(default_step_block(1, 1), 128);
-        assert_eq!(default_step_block(1, 0), 128);
+        assert_eq!(default_step_block(6 * 512, 6, false), 512);
+        assert_eq!(default_step_block(5 * 512, 6, false), 256);
+        assert_eq!(default_step_block(1, 1, false), 128);
+        assert_eq!(default_step_block(1, 0, false), 128);
+        // Envs in lockstep: the small blocks at any size.
+        assert_eq!(default_step_block(65_536, 132, true), 128);
+        assert_eq!(default_step_block(131_072, 132, true), 128);
     }
 
     #[test]
