@@ -108,6 +108,23 @@ def test_reset_restore_write_ram_render_and_pad2_match_the_cpu(smb_rom):
     _assert_same(cpu, gpu, where="after a hard reset")
 
 
+def test_a_large_batch_in_lockstep_matches_one_cpu_console(smb_rom):
+    # Every env gets the same buttons, so the batch's sorts leave the order as it was and it
+    # steps in its lockstep blocks (nes-cuda launch.rs `default_step_block`), which at this
+    # size (past 256 envs an SM on GPUs of up to 160 SMs) differ from the default's.
+    n = 40_960
+    cpu, gpu = nesle.CpuBatch(smb_rom, 1), _native.CudaBatch(smb_rom, n, render=False)
+    rng = np.random.default_rng(3)
+    for t in range(60):
+        a = nesle.BUTTON_START if t in (20, 21) else int(rng.integers(0, 256))
+        cpu.step(np.array([a], np.uint8), 4)
+        gpu.step(np.full(n, a, np.uint8), 4)
+        if t % 10 == 9:
+            np.testing.assert_array_equal(gpu.ram(), np.broadcast_to(cpu.ram()[0], (n, 2048)), err_msg=f"step {t}")
+    for i in (0, n // 2, n - 1):
+        assert gpu.save_state(i) == cpu.save_state(0), f"state of env {i}"
+
+
 def test_a_state_moves_cpu_to_gpu_to_cpu(smb_rom):
     cpu, gpu = nesle.CpuBatch(smb_rom, 1), _native.CudaBatch(smb_rom, 4)
     rng = np.random.default_rng(5)
