@@ -1,14 +1,19 @@
 //! A host model of how a warp of 32 consoles schedules its threads under protocol B, now that
 //! most instructions run on the kernel's quiet path (docs/kernel-notes.md, #116, #122): one
 //! table-driven interpreter loop whose cost barely depends on which instruction a thread runs.
-//! It compares, per frame part (8 parts of equal CPU time: the kernel's `NESLE_PHASES` when the
-//! model was written; 12 since #125):
+//! It compares, per frame part (12 parts of equal CPU time, the kernel's `NESLE_PHASES` since
+//! #125; the tables of #122 were made with 8):
 //! - `vote`: each round the threads at the lowest (stack, PC) run one instruction (the kernel
 //!   today); a round is one quiet or one full step of that group;
 //! - `free K`: each round every thread whose next instruction is quiet runs it, at whatever PC;
 //!   a thread at an instruction that needs the full path waits, and the waiting threads at the
 //!   lowest (stack, PC) run their full step when no thread can run a quiet one or when the
-//!   oldest has waited K rounds (then in the same round as the quiet ones).
+//!   oldest has waited K rounds (then in the same round as the quiet ones);
+//! - `lead f`, `lead fm`, `major f`, `major fm`: the free schedule with K = inf, but only one
+//!   quiet form (`f`) or one form and addressing mode (`fm`) a round, so the table-driven body
+//!   does not diverge inside a round: the lowest-(stack, PC) quiet thread's, or the one most
+//!   quiet threads share (`one_form`; docs/kernel-notes.md, "One quiet form a round");
+//! - `opcode`, `form`: the vote widened to the other quiet threads at the same opcode or form.
 //!
 //! Per warp-frame it prints the rounds, how many ran a full step, the distinct quiet forms and
 //! addressing modes a quiet round runs (what a table-driven interpreter serialises when threads
@@ -27,7 +32,7 @@ use nes_core::cpu::ops::{Access, Mn, Mode, OPS};
 use nes_core::Console;
 
 const WARP: usize = 32;
-const PARTS: u64 = 8;
+const PARTS: u64 = 12;
 const FRAME_CYCLES: u64 = 29781;
 /// Weights of the cost column, in warp instructions (kernel-notes #117's source counters): a
 /// converged quiet round, each further quiet form or mode a round runs, a full step.
@@ -304,6 +309,61 @@ fn free(traces: &[Vec<Slot>], patience: u64) -> Tally {
     t
 }
 
+/// The free schedule with one quiet form (and, with `modes`, one addressing mode) a round, so a
+/// table-driven body does not diverge inside it: each round the quiet threads whose (form, mode)
+/// is the chosen one run; the choice is the lowest-(stack, PC) quiet thread's (`majority`
+/// false) or the one most quiet threads share (ties: the lowest key's). A thread at a full-path
+/// instruction waits until no thread can run a quiet one; then the waiting threads at the lowest
+/// (stack, PC) run their full step together, as `free` with K = inf.
+fn one_form(traces: &[Vec<Slot>], modes: bool, majority: bool) -> Tally {
+    let kind = |op: u8| (form(op), if modes { OPS[op as usize].mode as u8 } else { 0 });
+    let mut t = Tally::default();
+    let mut at = vec![0usize; traces.len()];
+    for part in 0..PARTS as u8 {
+        loop {
+            let next = |at: &[usize], j: usize| traces[j].get(at[j]).copied().filter(|s| s.part == part);
+            let live: Vec<usize> = (0..traces.len()).filter(|&j| next(&at, j).is_some()).collect();
+            if live.is_empty() {
+                break;
+            }
+            let (quiet, blocked): (Vec<usize>, Vec<usize>) = live.iter().partition(|&&j| next(&at, j).unwrap().quiet);
+            t.rounds += 1;
+            if !quiet.is_empty() {
+                let lead = quiet.iter().map(|&j| next(&at, j).unwrap()).min_by_key(|s| s.key()).unwrap();
+                let chosen = if majority {
+                    let mut counts = std::collections::BTreeMap::new();
+                    for &j in &quiet {
+                        *counts.entry(kind(next(&at, j).unwrap().op)).or_insert(0u32) += 1;
+                    }
+                    let best = counts.values().copied().max().unwrap();
+                    if counts[&kind(lead.op)] == best {
+                        kind(lead.op)
+                    } else {
+                        *counts.iter().find(|(_, &c)| c == best).unwrap().0
+                    }
+                } else {
+                    kind(lead.op)
+                };
+                let runs: Vec<usize> = quiet.iter().copied().filter(|&j| kind(next(&at, j).unwrap().op) == chosen).collect();
+                quiet_round(&mut t, &runs.iter().map(|&j| next(&at, j).unwrap().op).collect::<Vec<_>>());
+                for j in runs {
+                    at[j] += 1;
+                }
+            } else {
+                let low = blocked.iter().map(|&j| next(&at, j).unwrap().key()).min().unwrap();
+                t.full += 1;
+                t.cost += FULL_STEP;
+                for &j in &blocked {
+                    if next(&at, j).unwrap().key() == low {
+                        at[j] += 1;
+                    }
+                }
+            }
+        }
+    }
+    t
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let warps: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(16);
@@ -314,13 +374,18 @@ fn main() {
     let mut envs: Vec<(Console, u64)> = (0..n).map(|_| (boot.clone(), 0)).collect();
     let mut rngs: Vec<Rng> = (0..n).map(Rng::for_env).collect();
     let last = steps.iter().copied().max().unwrap_or(0);
-    let policies: [&str; 6] = ["vote", "opcode", "form", "free 0", "free 8", "free inf"];
+    let policies: [&str; 10] =
+        ["vote", "opcode", "form", "free 0", "free 8", "free inf", "lead f", "lead fm", "major f", "major fm"];
     let run = |name: &str, w: &[Vec<Slot>]| match name {
         "vote" => vote(w),
         "opcode" => widened(w, |a, b| a == b),
         "form" => widened(w, |a, b| form(a) == form(b)),
         "free 0" => free(w, 0),
         "free 8" => free(w, 8),
+        "lead f" => one_form(w, false, false),
+        "lead fm" => one_form(w, true, false),
+        "major f" => one_form(w, false, true),
+        "major fm" => one_form(w, true, true),
         _ => free(w, u64::MAX),
     };
     println!("{n} envs, protocol B, {PARTS} parts a frame; per warp-frame, mean over warps and the step's 4 frames (slowest warp in brackets)");
