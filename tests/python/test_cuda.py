@@ -114,6 +114,7 @@ def test_a_large_batch_in_lockstep_matches_one_cpu_console(smb_rom):
     # size (past 256 envs an SM on GPUs of up to 160 SMs) differ from the default's.
     n = 40_960
     cpu, gpu = nesle.CpuBatch(smb_rom, 1), _native.CudaBatch(smb_rom, n, render=False)
+    cpu.set_render(False)  # as the GPU's: whether pixels are drawn is part of a state
     rng = np.random.default_rng(3)
     for t in range(60):
         a = nesle.BUTTON_START if t in (20, 21) else int(rng.integers(0, 256))
