@@ -407,6 +407,12 @@ impl Batch {
         mut gray: Option<&mut CudaSlice<u8>>,
         mut trace: Option<&mut CudaSlice<u8>>,
     ) -> Result<(), Error> {
+        if frames > 1 && self.sorts.calm() && trace.is_none() && gray.is_none() && self.pixels.is_none() {
+            // Envs in lockstep cannot drift apart inside a launch, and with nothing to record
+            // between frames the step's frames run in one: each env's state is copied in and
+            // out once instead of once a frame (kernel-notes #175).
+            return self.launch_step_drawing(actions, frames, false, None);
+        }
         for f in 0..frames {
             self.regroup_before_frame(f, regrouped)?;
             let last = f + 1 == frames;
