@@ -273,6 +273,37 @@ fn widened(traces: &[Vec<Slot>], same: impl Fn(u8, u8) -> bool) -> Tally {
 
 /// Every quiet thread each round; the full steps waiting as described at the top.
 fn free(traces: &[Vec<Slot>], patience: u64) -> Tally {
+    free_picking(traces, patience, |quiet| vec![true; quiet.len()])
+}
+
+/// The free schedule with one quiet form (and, with `modes`, one addressing mode) a round, so a
+/// table-driven body does not diverge inside it: each round the quiet threads whose (form, mode)
+/// is the chosen one run; the choice is the lowest-(stack, PC) quiet thread's (`majority`
+/// false) or the one most quiet threads share (ties: the lowest key's). A thread at a full-path
+/// instruction waits until no thread can run a quiet one; then the waiting threads at the lowest
+/// (stack, PC) run their full step together, as `free` with K = inf.
+fn one_form(traces: &[Vec<Slot>], modes: bool, majority: bool) -> Tally {
+    let kind = |op: u8| (form(op), if modes { OPS[op as usize].mode as u8 } else { 0 });
+    free_picking(traces, u64::MAX, |quiet| {
+        let lead = quiet.iter().min_by_key(|s| s.key()).unwrap();
+        let mut chosen = kind(lead.op);
+        if majority {
+            let mut counts = std::collections::BTreeMap::new();
+            for s in quiet {
+                *counts.entry(kind(s.op)).or_insert(0u32) += 1;
+            }
+            let best = counts.values().copied().max().unwrap();
+            if counts[&chosen] != best {
+                chosen = *counts.iter().find(|(_, &c)| c == best).unwrap().0;
+            }
+        }
+        quiet.iter().map(|s| kind(s.op) == chosen).collect()
+    })
+}
+
+/// The free schedules: each round the quiet threads `pick` keeps (given their next
+/// instructions, never none of them) run; the full steps wait as described at the top.
+fn free_picking(traces: &[Vec<Slot>], patience: u64, pick: impl Fn(&[Slot]) -> Vec<bool>) -> Tally {
     let mut t = Tally::default();
     let mut at = vec![0usize; traces.len()];
     let mut since = vec![0u64; traces.len()];
@@ -289,8 +320,14 @@ fn free(traces: &[Vec<Slot>], patience: u64) -> Tally {
             }
             let due = quiet.is_empty() || blocked.iter().any(|&j| since[j] > patience);
             t.rounds += 1;
-            quiet_round(&mut t, &quiet.iter().map(|&j| next(&at, j).unwrap().op).collect::<Vec<_>>());
-            for &j in &quiet {
+            let slots: Vec<Slot> = quiet.iter().map(|&j| next(&at, j).unwrap()).collect();
+            let runs: Vec<usize> = if slots.is_empty() {
+                Vec::new()
+            } else {
+                quiet.iter().zip(pick(&slots)).filter(|&(_, keep)| keep).map(|(&j, _)| j).collect()
+            };
+            quiet_round(&mut t, &runs.iter().map(|&j| next(&at, j).unwrap().op).collect::<Vec<_>>());
+            for &j in &runs {
                 at[j] += 1;
             }
             if due && !blocked.is_empty() {
@@ -301,61 +338,6 @@ fn free(traces: &[Vec<Slot>], patience: u64) -> Tally {
                     if next(&at, j).unwrap().key() == low {
                         at[j] += 1;
                         since[j] = 0;
-                    }
-                }
-            }
-        }
-    }
-    t
-}
-
-/// The free schedule with one quiet form (and, with `modes`, one addressing mode) a round, so a
-/// table-driven body does not diverge inside it: each round the quiet threads whose (form, mode)
-/// is the chosen one run; the choice is the lowest-(stack, PC) quiet thread's (`majority`
-/// false) or the one most quiet threads share (ties: the lowest key's). A thread at a full-path
-/// instruction waits until no thread can run a quiet one; then the waiting threads at the lowest
-/// (stack, PC) run their full step together, as `free` with K = inf.
-fn one_form(traces: &[Vec<Slot>], modes: bool, majority: bool) -> Tally {
-    let kind = |op: u8| (form(op), if modes { OPS[op as usize].mode as u8 } else { 0 });
-    let mut t = Tally::default();
-    let mut at = vec![0usize; traces.len()];
-    for part in 0..PARTS as u8 {
-        loop {
-            let next = |at: &[usize], j: usize| traces[j].get(at[j]).copied().filter(|s| s.part == part);
-            let live: Vec<usize> = (0..traces.len()).filter(|&j| next(&at, j).is_some()).collect();
-            if live.is_empty() {
-                break;
-            }
-            let (quiet, blocked): (Vec<usize>, Vec<usize>) = live.iter().partition(|&&j| next(&at, j).unwrap().quiet);
-            t.rounds += 1;
-            if !quiet.is_empty() {
-                let lead = quiet.iter().map(|&j| next(&at, j).unwrap()).min_by_key(|s| s.key()).unwrap();
-                let chosen = if majority {
-                    let mut counts = std::collections::BTreeMap::new();
-                    for &j in &quiet {
-                        *counts.entry(kind(next(&at, j).unwrap().op)).or_insert(0u32) += 1;
-                    }
-                    let best = counts.values().copied().max().unwrap();
-                    if counts[&kind(lead.op)] == best {
-                        kind(lead.op)
-                    } else {
-                        *counts.iter().find(|(_, &c)| c == best).unwrap().0
-                    }
-                } else {
-                    kind(lead.op)
-                };
-                let runs: Vec<usize> = quiet.iter().copied().filter(|&j| kind(next(&at, j).unwrap().op) == chosen).collect();
-                quiet_round(&mut t, &runs.iter().map(|&j| next(&at, j).unwrap().op).collect::<Vec<_>>());
-                for j in runs {
-                    at[j] += 1;
-                }
-            } else {
-                let low = blocked.iter().map(|&j| next(&at, j).unwrap().key()).min().unwrap();
-                t.full += 1;
-                t.cost += FULL_STEP;
-                for &j in &blocked {
-                    if next(&at, j).unwrap().key() == low {
-                        at[j] += 1;
                     }
                 }
             }
