@@ -111,7 +111,8 @@ def test_reset_restore_write_ram_render_and_pad2_match_the_cpu(smb_rom):
 def test_a_large_batch_in_lockstep_matches_one_cpu_console(smb_rom):
     # Every env gets the same buttons, so the batch's sorts leave the order as it was and it
     # steps in its lockstep blocks (nes-cuda launch.rs `default_step_block`), which at this
-    # size (past 256 envs an SM on GPUs of up to 160 SMs) differ from the default's.
+    # size (past 256 envs an SM on GPUs of up to 160 SMs) differ from the default's, and with no
+    # pictures it runs each step's 4 frames in one launch (batch.rs `launch_step`).
     n = 40_960
     cpu, gpu = nesle.CpuBatch(smb_rom, 1), _native.CudaBatch(smb_rom, n, render=False)
     cpu.set_render(False)  # as the GPU's: whether pixels are drawn is part of a state

@@ -211,7 +211,8 @@ impl SortPolicy {
     }
 
     /// Whether the last sort the batch learned of left the order as it was: its envs run alike
-    /// (lockstep), and the step launch takes blocks for that (launch.rs `default_step_block`).
+    /// (lockstep), so the step launch takes blocks for that (launch.rs `default_step_block`) and
+    /// a step that records nothing between its frames runs them in one launch (`launch_step`).
     pub fn calm(&self) -> bool {
         self.calm > 0
     }
@@ -395,7 +396,8 @@ impl Batch {
     /// One launch per frame, the picture drawn in the last: a launch's end makes each warp's
     /// threads start the next frame together; inside one multi-frame launch they drift apart
     /// and a warp runs different parts of the frame one after the other (protocol B on an H200:
-    /// 242k frames/s one frame per launch vs 188k four; docs/kernel-notes.md, row 13).
+    /// 242k frames/s one frame per launch vs 188k four; docs/kernel-notes.md, row 13). Envs in
+    /// lockstep do not drift: with nothing to record between frames, their step is one launch.
     /// `regrouped`: this step regrouped first (`auto_regroup`).
     /// `gray`: the last frame's 84x84 pictures (checked by the caller); with no frame, made of
     /// the pictures as they are. `trace`: every env's RAM after each frame (checked by the caller).

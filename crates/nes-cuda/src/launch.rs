@@ -772,7 +772,7 @@ impl Gpu {
         p
     }
 
-    /// Launches `nesle_step` over `n_envs` states.
+    /// Launches `nesle_step` over `n_envs` states (`lockstep`: they run alike, [`step_block`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn step(
         &self,
