@@ -413,7 +413,10 @@ impl Batch {
             // Envs in lockstep cannot drift apart inside a launch, and with nothing to record
             // between frames the step's frames run in one: each env's state is copied in and
             // out once instead of once a frame (kernel-notes #175).
-            return self.launch_step_drawing(actions, frames, false, None);
+            for k in lockstep_launches(frames) {
+                self.launch_step_drawing(actions, k, false, None)?;
+            }
+            return Ok(());
         }
         for f in 0..frames {
             self.regroup_before_frame(f, regrouped)?;
@@ -827,6 +830,18 @@ fn order_by_work(ran: &[u32]) -> Option<Vec<u32>> {
     }
 }
 
+/// The most frames a lockstep step runs in one launch ([`Batch::launch_step`]): a launch's length
+/// stays bounded by a few frames, as it is one frame otherwise (a GPU that also drives a display
+/// may stop a kernel that runs too long, and with it the context). 4 is the protocols' frameskip,
+/// which kernel-notes #175 measured.
+pub const LOCKSTEP_FRAMES_PER_LAUNCH: u32 = 4;
+
+/// The launches of a lockstep step of `frames` frames: their frame counts, in order.
+fn lockstep_launches(frames: u32) -> impl Iterator<Item = u32> {
+    (0..frames.div_ceil(LOCKSTEP_FRAMES_PER_LAUNCH))
+        .map(move |i| (frames - i * LOCKSTEP_FRAMES_PER_LAUNCH).min(LOCKSTEP_FRAMES_PER_LAUNCH))
+}
+
 /// Whether the step after `steps` steps regroups first: every `every`-th (0: never), not the
 /// first, and only with more than one warp of envs.
 fn regroup_due(every: u32, n_envs: usize, steps: u64) -> bool {
@@ -854,6 +869,15 @@ mod tests {
             ran.push(sorts);
         }
         (p, ran)
+    }
+
+    #[test]
+    fn a_lockstep_step_runs_its_frames_in_launches_of_at_most_four() {
+        let launches = |frames| lockstep_launches(frames).collect::<Vec<u32>>();
+        assert_eq!(launches(2), [2]);
+        assert_eq!(launches(4), [4]);
+        assert_eq!(launches(10), [4, 4, 2]);
+        assert_eq!(launches(12), [4, 4, 4]);
     }
 
     #[test]
