@@ -108,19 +108,21 @@ def test_reset_restore_write_ram_render_and_pad2_match_the_cpu(smb_rom):
     _assert_same(cpu, gpu, where="after a hard reset")
 
 
-def test_a_large_batch_in_lockstep_matches_one_cpu_console(smb_rom):
+@pytest.mark.parametrize("frames", [4, 7])
+def test_a_large_batch_in_lockstep_matches_one_cpu_console(smb_rom, frames):
     # Every env gets the same buttons, so the batch's sorts leave the order as it was and it
     # steps in its lockstep blocks (nes-cuda launch.rs `default_step_block`), which at this
     # size (past 256 envs an SM on GPUs of up to 160 SMs) differ from the default's, and with no
-    # pictures it runs each step's 4 frames in one launch (batch.rs `launch_step`).
+    # pictures it runs each step's frames in launches of up to 4 (batch.rs `launch_step`):
+    # 4 frames in one, 7 in a launch of 4 and one of 3.
     n = 40_960
     cpu, gpu = nesle.CpuBatch(smb_rom, 1), _native.CudaBatch(smb_rom, n, render=False)
     cpu.set_render(False)  # as the GPU's: whether pixels are drawn is part of a state
     rng = np.random.default_rng(3)
     for t in range(60):
         a = nesle.BUTTON_START if t in (20, 21) else int(rng.integers(0, 256))
-        cpu.step(np.array([a], np.uint8), 4)
-        gpu.step(np.full(n, a, np.uint8), 4)
+        cpu.step(np.array([a], np.uint8), frames)
+        gpu.step(np.full(n, a, np.uint8), frames)
         if t % 10 == 9:
             np.testing.assert_array_equal(gpu.ram(), np.broadcast_to(cpu.ram()[0], (n, 2048)), err_msg=f"step {t}")
     for i in (0, n // 2, n - 1):
