@@ -1,8 +1,9 @@
 // Regrouping on the device (kernel-notes #66, #67): the envs in order of their instructions in
-// the last frame, as `Batch::regroup` sorts them on the host, by a bitonic network over the
-// pairs (count << 32 | env). The pairs are all distinct, so the order is exactly the host's
-// stable sort's. `padded` is n_envs rounded up to a power of two; the pad pairs (all ones) sort
-// last.
+// the last frame, the most first (kernel-notes #176: a launch of more blocks than the GPU holds
+// at once then starts its longest warps first), as `Batch::regroup` sorts them on the host, by a
+// bitonic network over the pairs (~count << 32 | env). The pairs are all distinct, so the order
+// is exactly the host's stable sort's. `padded` is n_envs rounded up to a power of two; the pad
+// pairs (all ones) sort last.
 //
 // The network's stages (k, j) run in their usual order; those with j below the tile size only
 // exchange pairs inside one tile, so a block runs them one after the other in shared memory
@@ -14,7 +15,7 @@
 // Pairs a block sorts in shared memory (its threads, one pair each).
 #define ORDER_TILE 1024
 
-NESLE_FN u64 order_pair(const u32* ran, u32 i, u32 n) { return i < n ? ((u64)ran[i] << 32) | i : ~0ull; }
+NESLE_FN u64 order_pair(const u32* ran, u32 i, u32 n) { return i < n ? ((u64)~ran[i] << 32) | i : ~0ull; }
 
 // The compare-exchange of element `t` of `pairs` with element t ^ j: ascending if `up`. Only
 // the lower index of the two does it.

@@ -818,11 +818,11 @@ impl Drop for Batch {
     }
 }
 
-/// The envs in order of `ran` (each env's instructions in its last frame), ties in env order;
-/// `None` when that is the envs' own order.
+/// The envs in order of `ran` (each env's instructions in its last frame), the most first, ties
+/// in env order; `None` when that is the envs' own order.
 fn order_by_work(ran: &[u32]) -> Option<Vec<u32>> {
     let mut order: Vec<u32> = (0..ran.len() as u32).collect();
-    order.sort_by_key(|&e| ran[e as usize]);
+    order.sort_by_key(|&e| std::cmp::Reverse(ran[e as usize]));
     if order.windows(2).all(|w| w[0] < w[1]) {
         None
     } else {
@@ -940,11 +940,12 @@ mod tests {
     }
 
     #[test]
-    fn envs_are_ordered_by_their_work_ties_in_env_order() {
-        assert_eq!(order_by_work(&[5, 3, 5, 1]), Some(vec![3, 1, 0, 2]));
+    fn envs_are_ordered_by_their_work_the_most_first_ties_in_env_order() {
+        assert_eq!(order_by_work(&[5, 3, 5, 1]), Some(vec![0, 2, 1, 3]));
         // Protocol A: every env did the same, so the envs keep their own order, no indirection.
         assert_eq!(order_by_work(&[7; 64]), None);
-        assert_eq!(order_by_work(&[1, 2, 3]), None);
+        assert_eq!(order_by_work(&[3, 2, 1]), None);
+        assert_eq!(order_by_work(&[1, 2, 3]), Some(vec![2, 1, 0]));
     }
 
     #[test]

@@ -278,7 +278,7 @@ pub(crate) fn host_ppu_run(state: &mut FlatState, rom: &RomImage, dots: u32, one
 
 /// The host build of the device's regrouping sort (kernels/order.cuh), with the device's
 /// schedule and tiles of `tile` pairs (a power of two; the device's is `ORDER_TILE`): the envs
-/// in order of `ran`, ties in env order.
+/// in order of `ran`, the most first, ties in env order.
 #[cfg(test)]
 pub(crate) fn host_order(ran: &[u32], tile: usize) -> Vec<u32> {
     assert!(tile.is_power_of_two(), "tile {tile}");

@@ -348,7 +348,7 @@ fn check_device_sort(batch: &mut Batch) -> Result<(), String> {
     batch.regroup_device_sort().map_err(|e| e.to_string())?;
     let got = batch.order_to_host().map_err(|e| e.to_string())?;
     let mut want: Vec<u32> = (0..ran.len() as u32).collect();
-    want.sort_by_key(|&e| (ran[e as usize], e));
+    want.sort_by_key(|&e| (std::cmp::Reverse(ran[e as usize]), e));
     match got {
         Some(got) if got == want => Ok(()),
         _ => Err(format!("the device sort of {} envs differs from the host's", ran.len())),
