@@ -18,7 +18,12 @@
 //! position); `count` by the instructions of their previous frame; `path` by a hash of the
 //! previous frame's instruction addresses (the last two need no knowledge of the game);
 //! `frame` as `count`, and again before each of the step's other 3 frames (a batch that
-//! regroups between the launches of one step); `framestale` as `frame` with each sort keyed on
+//! regroups between the launches of one step); `framepc` as `frame`, keyed on the count's
+//! bucket (the count >> `WARP_BUCKET`, default 8) and then the PC the env's last frame ended at
+//! (envs whose frame ran over, e.g. in a long loop, grouped by where they stopped; ties in the
+//! order they had, or with `WARP_TIE=id` in the envs' own order, as the device sort); `framecov`
+//! as `framepc` with the coverage of the last frame (a bit for each 1 KiB of code it ran in)
+//! instead of the PC; `framebucket` the count's bucket alone (ties in the order they had); `framestale` as `frame` with each sort keyed on
 //! the count of the frame before the last (a key known while the last frame still runs,
 //! docs/kernel-notes.md #169; the path hash then holds that count); `countpath` and `countram` by the count, ties by
 //! the path hash or by a hash of RAM (a tie-break for envs in the same state). Each traced step
@@ -334,6 +339,13 @@ fn warp_cost(traces: &[Vec<Slot>]) -> [u64; 5] {
     [work, ideal, aligned, vote, deep]
 }
 
+/// The 1 KiB pieces of the CPU's address space a frame ran code in, one bit each of 32 (PC >> 10
+/// modulo 32: PRG ROM's 32 KiB, RAM's mirrors folded in): a coarse summary of the frame's path,
+/// whose order puts envs that ran code in the same places side by side (`framecov`).
+fn coverage(t: &[Slot]) -> u64 {
+    t.iter().fold(0u64, |m, s| m | 1 << ((s.pc >> 10) & 31))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let warps: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(16);
@@ -350,6 +362,12 @@ fn main() {
     // before #169 were made that way).
     let mut envs: Vec<(Console, u64, u64, Rng)> = (0..n).map(|i| (boot.clone(), 0, 0, Rng::for_env(i))).collect();
     let regroup = args.get(2).cloned().unwrap_or_default();
+    // `framepc`: the count's bucket (count >> WARP_BUCKET, default 8), then the PC the frame ended at.
+    let bucket: u32 = std::env::var("WARP_BUCKET").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
+    // `framepc` with `WARP_TIE=id`: ties in the envs' own order (as the device sort breaks them),
+    // not in the order they had (a stable sort's).
+    let tie_by_id = std::env::var("WARP_TIE").is_ok_and(|v| v == "id");
+    let mut eid: Vec<usize> = (0..n).collect();
     let last = steps.iter().copied().max().unwrap_or(0);
     println!("{n} envs, protocol B; slots per warp-frame (mean over warps and the step's 4 frames)");
     println!(
@@ -373,7 +391,11 @@ fn main() {
                 if steps.contains(&(step + 1)) {
                     let t = traced_frame(c);
                     *count = t.len() as u64;
-                    *path = t.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, s| (h ^ s.pc as u64).wrapping_mul(0x100_0000_01b3));
+                    *path = if regroup == "framecov" {
+                        coverage(&t)
+                    } else {
+                        t.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, s| (h ^ s.pc as u64).wrapping_mul(0x100_0000_01b3))
+                    };
                 } else {
                     c.run_frame();
                 }
@@ -386,6 +408,14 @@ fn main() {
                 (r[0x770], r[0x0e], r[0x1d], r[0x6d], r[0x86])
             }),
             "count" | "frame" => envs.sort_by_key(|e| e.1),
+            "framepc" => {
+                let mut order: Vec<usize> = (0..n).collect();
+                order.sort_by_key(|&i| (envs[i].1 >> bucket, envs[i].0.cpu.pc, if tie_by_id { eid[i] } else { 0 }));
+                envs = permuted(std::mem::take(&mut envs), &order);
+                eid = permuted(std::mem::take(&mut eid), &order);
+            }
+            "framecov" => envs.sort_by_key(|e| (e.1 >> bucket, e.2)),
+            "framebucket" => envs.sort_by_key(|e| e.1 >> bucket),
             "framestale" => envs.sort_by_key(|e| e.2),
             "spread" | "framespread" => {
                 let order = spread_order(&envs.iter().map(|e| e.1).collect::<Vec<_>>());
@@ -415,7 +445,7 @@ fn main() {
         let mut frame_ids: Vec<Vec<usize>> = Vec::new();
         let mut frame_rounds: Vec<Vec<u64>> = Vec::new();
         for f in 0..4 {
-            if f > 0 && (regroup == "frame" || regroup == "framestale" || regroup == "framespread") {
+            if f > 0 && (regroup == "frame" || regroup == "framestale" || regroup == "framespread" || regroup == "framepc" || regroup == "framecov" || regroup == "framebucket") {
                 // Each env keeps its traces so far and its id: move all three by one order (a
                 // stable sort, as sorting the envs themselves).
                 let order = if regroup == "framespread" {
@@ -423,7 +453,16 @@ fn main() {
                 } else {
                     let stale = regroup == "framestale";
                     let mut order: Vec<usize> = (0..n).collect();
-                    order.sort_by_key(|&i| if stale { envs[i].2 } else { envs[i].1 });
+                    if regroup == "framepc" {
+                        order.sort_by_key(|&i| (envs[i].1 >> bucket, envs[i].0.cpu.pc, if tie_by_id { eid[i] } else { 0 }));
+                        eid = permuted(std::mem::take(&mut eid), &order);
+                    } else if regroup == "framecov" {
+                        order.sort_by_key(|&i| (envs[i].1 >> bucket, envs[i].2));
+                    } else if regroup == "framebucket" {
+                        order.sort_by_key(|&i| envs[i].1 >> bucket);
+                    } else {
+                        order.sort_by_key(|&i| if stale { envs[i].2 } else { envs[i].1 });
+                    }
                     order
                 };
                 envs = permuted(std::mem::take(&mut envs), &order);
@@ -457,6 +496,9 @@ fn main() {
             for ((_, count, stale, _), t) in envs.iter_mut().zip(&traces) {
                 if regroup == "framestale" {
                     *stale = *count;
+                }
+                if regroup == "framecov" {
+                    *stale = coverage(t);
                 }
                 *count = t.len() as u64;
             }
