@@ -38,6 +38,8 @@
 //! above 1.5 times the median count go one to a warp (`spread_order`). With `frame`, each frame
 //! also prints the slowest warp when the last warps' envs are spread over a few more warps
 //! (`tail_slowest`: the lanes a launch filling every SM would have spare), and with
+//! `WARP_PARTS=1` (any mode) each frame's slowest and mean block when the frame runs in the
+//! kernel's 12 parts with a block barrier after each (`block_parts_costs`), and with
 //! `WARP_SPLIT=1` the frame in the kernel's 12 parts with a block barrier after each
 //! (`parts_cost`) against the same frame cut in two launches with the envs regrouped between them
 //! (`split_cost`; docs/kernel-notes.md, "Regrouping inside a frame"). With `frame` and
@@ -231,6 +233,14 @@ fn parts_cost(traces: &[Vec<Slot>], cycles: &[Vec<u64>], from: u64, to: u64) -> 
         worst = worst.max(sum);
     }
     worst
+}
+
+/// `parts_cost` of the whole frame for every block: the slowest block's (the launch's length) and
+/// the mean block's (the SMs' mean busy time, with one block an SM), in rounds.
+fn block_parts_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>]) -> (u64, f64) {
+    let block = BLOCK_WARPS * WARP;
+    let costs: Vec<u64> = traces.chunks(block).zip(cycles.chunks(block)).map(|(t, c)| parts_cost(t, c, 0, PARTS)).collect();
+    (costs.iter().copied().max().unwrap_or(0), costs.iter().sum::<u64>() as f64 / costs.len().max(1) as f64)
 }
 
 /// A frame cut in two launches after part `cut` of PARTS, the envs regrouped between them by `key`
@@ -482,6 +492,10 @@ fn main() {
                     cells.push(format!("P{p}: {a} + pc {b} / so-far {d} / whole-count {e}"));
                 }
                 eprintln!("step {step} frame {f}: split: whole {whole}; {}", cells.join("; "));
+            }
+            if std::env::var_os("WARP_PARTS").is_some() {
+                let (worst, mean) = block_parts_costs(&traces, &cycles);
+                eprintln!("step {step} frame {f}: the frame in {PARTS} parts, blocks of {BLOCK_WARPS} warps: slowest block {worst} rounds, mean block {mean:.0}");
             }
             // The envs whose frame is over twice the mean's, by SMB's OperMode ($0770: 0 title,
             // 1 playing, 2 victory, 3 game over): the long frames that set a launch's length.
