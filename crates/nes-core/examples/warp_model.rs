@@ -23,10 +23,12 @@
 //! (envs whose frame ran over, e.g. in a long loop, grouped by where they stopped; ties in the
 //! order they had, or with `WARP_TIE=id` in the envs' own order, as the device sort); `framecov`
 //! as `framepc` with the coverage of the last frame (a bit for each 1 KiB of code it ran in)
-//! instead of the PC; `framebucket` the count's bucket alone (ties in the order they had); `framestale` as `frame` with each sort keyed on
-//! the count of the frame before the last (a key known while the last frame still runs,
-//! docs/kernel-notes.md #169; the path hash then holds that count); `countpath` and `countram` by the count, ties by
-//! the path hash or by a hash of RAM (a tie-break for envs in the same state). Each traced step
+//! instead of the PC; `framebucket` the count's bucket alone (ties in the order they had);
+//! `frameblockpc` as `frame`, then each block's envs (16 warps) by the PC their frame ended at;
+//! `framestale` as `frame` with each sort keyed on the count of the frame before the last (a key
+//! known while the last frame still runs, docs/kernel-notes.md #169; the path hash then holds that
+//! count); `countpath` and `countram` by the count, ties by the path hash or by a hash of RAM (a
+//! tie-break for envs in the same state). Each traced step
 //! also prints, to stderr, how many distinct previous-frame paths the envs took, and the slots
 //! an env-frame of the (stack, PC) vote with 2 and 4 envs a lane (`lanes_cost`: 64 or 128 envs
 //! voting in a warp of 32 threads, each thread running one of its envs a round) and with the
@@ -426,6 +428,12 @@ fn main() {
             }
             "framecov" => envs.sort_by_key(|e| (e.1 >> bucket, e.2)),
             "framebucket" => envs.sort_by_key(|e| e.1 >> bucket),
+            "frameblockpc" => {
+                envs.sort_by_key(|e| e.1);
+                for b in envs.chunks_mut(BLOCK_WARPS * WARP) {
+                    b.sort_by_key(|e| e.0.cpu.pc);
+                }
+            }
             "framestale" => envs.sort_by_key(|e| e.2),
             "spread" | "framespread" => {
                 let order = spread_order(&envs.iter().map(|e| e.1).collect::<Vec<_>>());
@@ -455,7 +463,7 @@ fn main() {
         let mut frame_ids: Vec<Vec<usize>> = Vec::new();
         let mut frame_rounds: Vec<Vec<u64>> = Vec::new();
         for f in 0..4 {
-            if f > 0 && (regroup == "frame" || regroup == "framestale" || regroup == "framespread" || regroup == "framepc" || regroup == "framecov" || regroup == "framebucket") {
+            if f > 0 && (regroup == "frame" || regroup == "framestale" || regroup == "framespread" || regroup == "framepc" || regroup == "framecov" || regroup == "framebucket" || regroup == "frameblockpc") {
                 // Each env keeps its traces so far and its id: move all three by one order (a
                 // stable sort, as sorting the envs themselves).
                 let order = if regroup == "framespread" {
@@ -470,6 +478,11 @@ fn main() {
                         order.sort_by_key(|&i| (envs[i].1 >> bucket, envs[i].2));
                     } else if regroup == "framebucket" {
                         order.sort_by_key(|&i| envs[i].1 >> bucket);
+                    } else if regroup == "frameblockpc" {
+                        order.sort_by_key(|&i| envs[i].1);
+                        for b in order.chunks_mut(BLOCK_WARPS * WARP) {
+                            b.sort_by_key(|&i| envs[i].0.cpu.pc);
+                        }
                     } else {
                         order.sort_by_key(|&i| if stale { envs[i].2 } else { envs[i].1 });
                     }
