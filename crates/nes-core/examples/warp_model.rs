@@ -463,7 +463,8 @@ fn main() {
         let mut frame_ids: Vec<Vec<usize>> = Vec::new();
         let mut frame_rounds: Vec<Vec<u64>> = Vec::new();
         for f in 0..4 {
-            if f > 0 && (regroup == "frame" || regroup == "framestale" || regroup == "framespread" || regroup == "framepc" || regroup == "framecov" || regroup == "framebucket" || regroup == "frameblockpc") {
+            // Every `frame...` mode regroups before the step's other frames too.
+            if f > 0 && regroup.starts_with("frame") {
                 // Each env keeps its traces so far and its id: move all three by one order (a
                 // stable sort, as sorting the envs themselves).
                 let order = if regroup == "framespread" {
