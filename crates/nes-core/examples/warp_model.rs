@@ -257,6 +257,41 @@ fn split_cost(traces: &[Vec<Slot>], cycles: &[Vec<u64>], cut: u64, key: impl Fn(
     (first, parts_cost(&t2, &c2, cut, PARTS))
 }
 
+/// An env of the model: its console, its last frame's instruction count, its path field (the
+/// last frame's path hash, or what a mode keys on instead) and its action generator.
+type Env = (Console, u64, u64, Rng);
+
+/// The order `mode` regroups `envs` in (a stable sort: ties keep their places), or `None` for a
+/// mode that keeps them as they are. `eid`: the envs' own ids, `framepc`'s ties with `tie_by_id`;
+/// `bucket`: the count's shift for the bucketed modes.
+fn regroup_order(mode: &str, envs: &[Env], eid: &[usize], bucket: u32, tie_by_id: bool) -> Option<Vec<usize>> {
+    let mut order: Vec<usize> = (0..envs.len()).collect();
+    let pc = |i: usize| envs[i].0.cpu.pc;
+    let hash = |bytes: &[u8]| bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    match mode {
+        "phase" => order.sort_by_key(|&i| {
+            let r = envs[i].0.ram();
+            (r[0x770], r[0x0e], r[0x1d], r[0x6d], r[0x86])
+        }),
+        "count" | "frame" => order.sort_by_key(|&i| envs[i].1),
+        "framepc" => order.sort_by_key(|&i| (envs[i].1 >> bucket, pc(i), if tie_by_id { eid[i] } else { 0 })),
+        "framecov" => order.sort_by_key(|&i| (envs[i].1 >> bucket, envs[i].2)),
+        "framebucket" => order.sort_by_key(|&i| envs[i].1 >> bucket),
+        "frameblockpc" => {
+            order.sort_by_key(|&i| envs[i].1);
+            for b in order.chunks_mut(BLOCK_WARPS * WARP) {
+                b.sort_by_key(|&i| pc(i));
+            }
+        }
+        "framestale" | "path" => order.sort_by_key(|&i| envs[i].2),
+        "spread" | "framespread" => return Some(spread_order(&envs.iter().map(|e| e.1).collect::<Vec<_>>())),
+        "countpath" => order.sort_by_key(|&i| (envs[i].1, envs[i].2)),
+        "countram" => order.sort_by_key(|&i| (envs[i].1, hash(envs[i].0.ram()))),
+        _ => return None,
+    }
+    Some(order)
+}
+
 /// `items` in `order` (a permutation of their indices).
 fn permuted<T>(items: Vec<T>, order: &[usize]) -> Vec<T> {
     let mut old: Vec<Option<T>> = items.into_iter().map(Some).collect();
@@ -372,7 +407,7 @@ fn main() {
     // and every regrouping mode plays the same games (until #169 the generator stayed with the
     // slot: after a regrouping the modes' envs played different games; kernel-notes figures
     // before #169 were made that way).
-    let mut envs: Vec<(Console, u64, u64, Rng)> = (0..n).map(|i| (boot.clone(), 0, 0, Rng::for_env(i))).collect();
+    let mut envs: Vec<Env> = (0..n).map(|i| (boot.clone(), 0, 0, Rng::for_env(i))).collect();
     let regroup = args.get(2).cloned().unwrap_or_default();
     // `framepc`: the count's bucket (count >> WARP_BUCKET, default 8), then the PC the frame ended at.
     let bucket: u32 = std::env::var("WARP_BUCKET").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
@@ -414,37 +449,9 @@ fn main() {
             }
             continue;
         }
-        match regroup.as_str() {
-            "phase" => envs.sort_by_key(|(c, _, _, _)| {
-                let r = c.ram();
-                (r[0x770], r[0x0e], r[0x1d], r[0x6d], r[0x86])
-            }),
-            "count" | "frame" => envs.sort_by_key(|e| e.1),
-            "framepc" => {
-                let mut order: Vec<usize> = (0..n).collect();
-                order.sort_by_key(|&i| (envs[i].1 >> bucket, envs[i].0.cpu.pc, if tie_by_id { eid[i] } else { 0 }));
-                envs = permuted(std::mem::take(&mut envs), &order);
-                eid = permuted(std::mem::take(&mut eid), &order);
-            }
-            "framecov" => envs.sort_by_key(|e| (e.1 >> bucket, e.2)),
-            "framebucket" => envs.sort_by_key(|e| e.1 >> bucket),
-            "frameblockpc" => {
-                envs.sort_by_key(|e| e.1);
-                for b in envs.chunks_mut(BLOCK_WARPS * WARP) {
-                    b.sort_by_key(|e| e.0.cpu.pc);
-                }
-            }
-            "framestale" => envs.sort_by_key(|e| e.2),
-            "spread" | "framespread" => {
-                let order = spread_order(&envs.iter().map(|e| e.1).collect::<Vec<_>>());
-                envs = permuted(std::mem::take(&mut envs), &order);
-            }
-            "path" => envs.sort_by_key(|e| e.2),
-            "countpath" => envs.sort_by_key(|e| (e.1, e.2)),
-            "countram" => envs.sort_by_key(|(c, count, _, _)| {
-                (*count, c.ram().iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3)))
-            }),
-            _ => {}
+        if let Some(order) = regroup_order(&regroup, &envs, &eid, bucket, tie_by_id) {
+            envs = permuted(std::mem::take(&mut envs), &order);
+            eid = permuted(std::mem::take(&mut eid), &order);
         }
         let mut paths: Vec<u64> = envs.iter().map(|e| e.2).collect();
         paths.sort_unstable();
@@ -465,33 +472,13 @@ fn main() {
         for f in 0..4 {
             // Every `frame...` mode regroups before the step's other frames too.
             if f > 0 && regroup.starts_with("frame") {
-                // Each env keeps its traces so far and its id: move all three by one order (a
-                // stable sort, as sorting the envs themselves).
-                let order = if regroup == "framespread" {
-                    spread_order(&envs.iter().map(|e| e.1).collect::<Vec<_>>())
-                } else {
-                    let stale = regroup == "framestale";
-                    let mut order: Vec<usize> = (0..n).collect();
-                    if regroup == "framepc" {
-                        order.sort_by_key(|&i| (envs[i].1 >> bucket, envs[i].0.cpu.pc, if tie_by_id { eid[i] } else { 0 }));
-                        eid = permuted(std::mem::take(&mut eid), &order);
-                    } else if regroup == "framecov" {
-                        order.sort_by_key(|&i| (envs[i].1 >> bucket, envs[i].2));
-                    } else if regroup == "framebucket" {
-                        order.sort_by_key(|&i| envs[i].1 >> bucket);
-                    } else if regroup == "frameblockpc" {
-                        order.sort_by_key(|&i| envs[i].1);
-                        for b in order.chunks_mut(BLOCK_WARPS * WARP) {
-                            b.sort_by_key(|&i| envs[i].0.cpu.pc);
-                        }
-                    } else {
-                        order.sort_by_key(|&i| if stale { envs[i].2 } else { envs[i].1 });
-                    }
-                    order
-                };
-                envs = permuted(std::mem::take(&mut envs), &order);
-                steps_traces = permuted(std::mem::take(&mut steps_traces), &order);
-                ids = permuted(std::mem::take(&mut ids), &order);
+                // Each env keeps its traces so far and its ids: move them all by one order.
+                if let Some(order) = regroup_order(&regroup, &envs, &eid, bucket, tie_by_id) {
+                    envs = permuted(std::mem::take(&mut envs), &order);
+                    steps_traces = permuted(std::mem::take(&mut steps_traces), &order);
+                    ids = permuted(std::mem::take(&mut ids), &order);
+                    eid = permuted(std::mem::take(&mut eid), &order);
+                }
             }
             let (traces, cycles): (Vec<Vec<Slot>>, Vec<Vec<u64>>) = envs.iter_mut().map(|(c, _, _, _)| traced_frame_cycles(c)).unzip();
             if regroup == "frame" && std::env::var_os("WARP_SPLIT").is_some() {
