@@ -6,7 +6,7 @@
 #include "console.cuh"
 #include "order.cuh"   // nesle_host_order
 #include "replay.cuh"  // nesle_host_replay_check
-#include "lines.cuh"   // nesle_host_draw_lines; through picture.cuh, nesle_host_gray84 (the CPU backend's gray84)
+#include "lines.cuh"   // nesle_host_draw_lines; through picture.cuh, nesle_host_gray84 (the CPU backend's gray84) and nesle_host_rgb
 
 // nesle_step's body over packed states, one thread slot after the other (launch-local copy
 // unpacked from and packed back to `states + env * stride`; `order`, `ran`, `lines` and

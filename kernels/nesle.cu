@@ -4,7 +4,7 @@
 // `states + i * stride`, and `packing` says which optional regions it keeps.
 #include "types.h"
 #include "console.cuh"
-#include "picture.cuh"  // nesle_gray84
+#include "picture.cuh"  // nesle_gray84, nesle_rgb
 #include "order.cuh"    // nesle_order_*: regrouping on the device
 #include "lines.cuh"    // nesle_draw_lines, nesle_redraw: the last frame drawn after it ran
 

@@ -1,4 +1,5 @@
-// 84x84 grayscale observations from the 256x240 palette-index pictures (obs="gray84").
+// Observations made on the device from the 256x240 palette-index pictures: full-size RGB
+// (obs="rgb") and 84x84 grayscale (obs="gray84").
 //
 // Each palette index has a luma (BT.601, `lut`); each output pixel is the area average of the
 // source pixels it covers, computed as taps: `rows(oy, x) = sum_k row_w[oy][k] * luma(ri, x)`
@@ -24,6 +25,26 @@ struct GrayTables {
     float col_w[GRAY_SIZE * GRAY_COL_TAPS];
 };
 static_assert(sizeof(GrayTables) == 4 * (64 + 2 * GRAY_SIZE * (GRAY_ROW_TAPS + GRAY_COL_TAPS)), "GrayTables");
+
+// Full-size RGB (obs="rgb"): each palette index's three bytes (`nes_core::palette::NTSC_RGB`,
+// the table from Rust: picture.rs `RgbTable`), 240 x 256 x 3 bytes a picture. A thread turns 4
+// pixels (one 4-byte load) into 12 bytes (three 4-byte stores), so the pictures' bytes are read
+// and written once each; a picture's 61,440 bytes are a multiple of 4, so the 4-pixel groups
+// run on from one picture to the next.
+
+// Mirrors `RgbTable` in picture.rs (repr(C)): index i's red | green << 8 | blue << 16.
+struct RgbTable {
+    u32 rgb[64];
+};
+static_assert(sizeof(RgbTable) == 256, "RgbTable");
+
+// 4 palette indices (the low byte first) as their 12 RGB bytes in 3 little-endian words.
+NESLE_FN void rgb_quad(const u32* rgb, u32 q, u32* out) {
+    u32 c0 = rgb[q & 63], c1 = rgb[(q >> 8) & 63], c2 = rgb[(q >> 16) & 63], c3 = rgb[(q >> 24) & 63];
+    out[0] = c0 | c1 << 24;
+    out[1] = c1 >> 8 | c2 << 16;
+    out[2] = c2 >> 16 | c3 << 8;
+}
 
 #if defined(__CUDACC__)
 #define GRAY_MUL(a, b) __fmul_rn(a, b)
@@ -123,6 +144,37 @@ extern "C" void nesle_host_gray84(const u8* pixels, const GrayTables* tables, u8
                 out[(u64)env * GRAY_PIXELS + oy * GRAY_SIZE + ox] =
                     gray84_from_rows(t.col_idx + ox * GRAY_COL_TAPS, t.col_w + ox * GRAY_COL_TAPS, rows);
         }
+    }
+}
+#endif
+
+#if defined(__CUDACC__)
+#define RGB_THREADS 256
+
+// `quads` groups of 4 pixels (n_envs x 240 x 256 / 4) over a grid-stride loop, the table in
+// shared memory (a warp's 128 lookups go to 64 words: constant memory would serialize them).
+extern "C" __global__ void __launch_bounds__(RGB_THREADS) nesle_rgb(const u8* pixels, const RgbTable* table, u8* out, u64 quads) {
+    __shared__ u32 rgb[64];
+    if (threadIdx.x < 64) rgb[threadIdx.x] = table->rgb[threadIdx.x];
+    __syncthreads();
+    const u32* in = (const u32*)pixels;  // pictures and outputs are 4-byte aligned (allocations)
+    u32* o = (u32*)out;
+    for (u64 i = (u64)blockIdx.x * RGB_THREADS + threadIdx.x; i < quads; i += (u64)gridDim.x * RGB_THREADS) {
+        u32 w[3];
+        rgb_quad(rgb, in[i], w);
+        o[3 * i] = w[0];
+        o[3 * i + 1] = w[1];
+        o[3 * i + 2] = w[2];
+    }
+}
+#else
+// The host twin of nesle_rgb (the tests compare it with nes-core's palette).
+extern "C" void nesle_host_rgb(const u8* pixels, const RgbTable* table, u8* out, u64 quads) {
+    for (u64 i = 0; i < quads; i++) {
+        const u8* p = pixels + 4 * i;
+        u32 w[3];
+        rgb_quad(table->rgb, (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24, w);
+        for (u32 k = 0; k < 12; k++) out[12 * i + k] = (u8)(w[k / 4] >> (8 * (k % 4)));
     }
 }
 #endif

@@ -236,8 +236,15 @@ class CudaBatch:
         """Last frame of every console as palette indices: a new (N, 240, 256) uint8 array
         (zeros before any frame was drawn)."""
 
-    def rgb(self) -> npt.NDArray[np.uint8]:
-        """Last frame of every console in RGB: a new (N, 240, 256, 3) uint8 array."""
+    @overload
+    def rgb(self, *, out: None = None) -> npt.NDArray[np.uint8]: ...
+    @overload
+    def rgb(self, *, out: _Out) -> _Out: ...
+    def rgb(self, *, out: Any = None) -> Any:
+        """Last frame of every console in RGB: a new (N, 240, 256, 3) uint8 array; or, with
+        ``out`` (a contiguous CUDA uint8 tensor of that shape on this batch's device), made
+        there by a kernel (the same bytes) and returned, asynchronously. ``out`` needs pictures
+        (render on)."""
 
     def frame_counts(self) -> npt.NDArray[np.uint64]:
         """Frames each console's PPU has started since power-on: a new (N,) uint64 array."""

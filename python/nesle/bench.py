@@ -8,11 +8,12 @@ envs x timed steps / wall seconds, with the backend synchronised at the end of e
 - B (decorrelated): every env draws one of the 7 SIMPLE_MOVEMENT masks per step from a
   seeded RNG; no resets, deaths play out.
 - B+pixels: B with pixel output on (``--pixels``) and the 84x84 grayscale observation made
-  every step (on the device for CUDA).
+  every step (on the device for CUDA); with ``--rgb`` the full 240x256 RGB observation instead
+  (rows named e.g. ``B+rgb``).
 
 ``--env`` runs the same protocol through the Python environment (``nesle.make_vec``: action
 lookup and checks, per-frame reward and done on the RAM trace, observations; RAM, or gray84
-with ``--pixels``; episodes never end, as in the protocol) instead of the raw batch, to measure
+with ``--pixels``, or RGB with ``--rgb``; episodes never end, as in the protocol) instead of the raw batch, to measure
 what the Python layer costs (rows named e.g. ``B/env``).
 """
 
@@ -85,11 +86,14 @@ def run(
     pixels: bool = False,
     rom: bytes | None = None,
     env: bool = False,
+    rgb: bool = False,
 ) -> Row:
-    """One protocol at one env count; returns its throughput."""
+    """One protocol at one env count; returns its throughput. ``rgb``: the pixel observation is
+    full-size RGB instead of 84x84 gray (pixels on)."""
     rom = rom if rom is not None else roms.load("smb")
+    pixels = pixels or rgb
     if env:
-        return _run_env(protocol, n, backend, frameskip, warmup, steps, seed, pixels, rom)
+        return _run_env(protocol, n, backend, frameskip, warmup, steps, seed, pixels, rom, rgb)
     start = start_states.smb(rom, ["1-1"])[0]
     batch = _batch(backend, rom, n)
     batch.restore(start.state)
@@ -103,14 +107,14 @@ def run(
             return lockstep
         return masks[rng.integers(0, len(masks), size=n)]
 
-    gray = _gray84_sink(backend, n) if pixels else None
+    sink = (_rgb_sink if rgb else _gray84_sink)(backend, n) if pixels else None
 
     def step() -> None:
         batch.step(actions(), frameskip)
-        if gray is not None:
-            gray(batch)
+        if sink is not None:
+            sink(batch)
 
-    name = protocol + ("+pixels" if pixels else "")
+    name = protocol + ("+rgb" if rgb else "+pixels" if pixels else "")
     return _timed(step, name, backend, n, warmup, steps, frameskip)
 
 
@@ -144,14 +148,31 @@ def _gray84_sink(backend: str, n: int):
     return lambda batch: nesle._native.gray84(batch.pixels(out=px), out=out)
 
 
+def _rgb_sink(backend: str, n: int):
+    """B+pixels with RGB: the full-size RGB observation of every env, made where the env lives
+    (a kernel on the GPU, into a device tensor; nes-core's palette on the CPU)."""
+    if backend == "cuda":
+        import torch
+
+        out = torch.empty((n, 240, 256, 3), dtype=torch.uint8, device="cuda")
+
+        def cuda(batch) -> None:
+            batch.rgb(out=out)
+            batch.synchronize()
+
+        return cuda
+    out = np.empty((n, 240, 256, 3), np.uint8)
+    return lambda batch: batch.rgb(out=out)
+
+
 def _never(ram):
     """A done function that never ends an episode (on NumPy and torch RAM alike)."""
     return ram[..., 0] != ram[..., 0]
 
 
-def _run_env(protocol, n, backend, frameskip, warmup, steps, seed, pixels, rom) -> Row:
+def _run_env(protocol, n, backend, frameskip, warmup, steps, seed, pixels, rom, rgb=False) -> Row:
     venv = nesle.make_vec(
-        rom, n, backend=backend, frameskip=frameskip, obs="gray84" if pixels else "ram",
+        rom, n, backend=backend, frameskip=frameskip, obs="rgb" if rgb else "gray84" if pixels else "ram",
         action_space="simple", start_states="1-1", done=_never, seed=seed,
     )  # fmt: skip
     sync = _cuda_sync if venv.backend == "cuda" else (lambda: None)
@@ -163,7 +184,7 @@ def _run_env(protocol, n, backend, frameskip, warmup, steps, seed, pixels, rom) 
         venv.step(right if protocol == "A" else rng.integers(0, len(SIMPLE_MOVEMENT), n))
         sync()
 
-    name = protocol + ("+pixels" if pixels else "") + "/env"
+    name = protocol + ("+rgb" if rgb else "+pixels" if pixels else "") + "/env"
     row = _timed(step, name, backend, n, warmup, steps, frameskip)
     venv.close()
     return row
@@ -195,7 +216,7 @@ def main(args) -> int:
 
     def one(protocol: str, n: int, env: bool) -> Row:
         row = run(protocol, n, backend=args.backend, warmup=args.warmup, steps=args.steps,
-                  pixels=args.pixels, env=env)  # fmt: skip
+                  pixels=args.pixels, env=env, rgb=getattr(args, "rgb", False))  # fmt: skip
         rows.append(row)
         print(
             f"{row.protocol:<10} {row.backend:<7} {row.envs:>8,} "

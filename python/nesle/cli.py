@@ -263,6 +263,8 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--envs", nargs="+", type=int, default=[1, 16], help="env counts")
     bench.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
     bench.add_argument("--pixels", action="store_true", help="pixel output on (B+pixels)")
+    bench.add_argument("--rgb", action="store_true",
+                       help="B+pixels with the full 240x256 RGB observation instead of 84x84 gray")
     bench.add_argument("--env", action="store_true",
                        help="step through the Python environment (make_vec), not the raw batch")
     bench.add_argument("--compare-env", action="store_true",

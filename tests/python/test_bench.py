@@ -34,6 +34,15 @@ def test_the_cli_writes_json_rows(tmp_path):
 
 
 @pytest.mark.rom
+def test_the_rgb_observation_runs_on_the_batch_and_through_make_vec(tmp_path):
+    out = tmp_path / "rgb.json"
+    assert cli.main(["bench", "--protocol", "B", "--envs", "2", "--warmup", "0", "--steps", "2",
+                     "--rgb", "--compare-env", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert [r["protocol"] for r in doc["rows"]] == ["B+rgb", "B+rgb/env"]
+
+
+@pytest.mark.rom
 def test_compare_env_reports_the_python_layer_cost_from_both_rows(tmp_path, capsys):
     out = tmp_path / "layer.json"
     assert cli.main(["bench", "--protocol", "B", "--envs", "2", "--warmup", "0", "--steps", "2",

@@ -152,6 +152,8 @@ def test_a_state_moves_cpu_to_gpu_to_cpu(smb_rom):
         ("smb", 16, dict(obs="gray84", frame_stack=2)),
         # Two start states: the restarts gather each env's start frame and RAM.
         ("smb", 16, dict(obs="gray84", start_states=["1-1", "1-2"])),
+        # RGB made by the rgb kernel every step, in a ring of two.
+        ("smb", 16, dict(obs="rgb", frame_stack=2)),
         ("tetris", 16, dict(obs="ram")),
         # Three warps regrouped before every step, with the device's auto-resets in between.
         ("smb", 96, dict(obs="ram", regroup_every=1)),
@@ -438,6 +440,23 @@ def test_gray84_kernel_gives_the_cpu_bytes(smb_rom):
         gpu.gray84(torch.zeros((n, 84, 83), dtype=torch.uint8, device="cuda"))
     with pytest.raises(TypeError):
         gpu.gray84(np.zeros((n, 84, 84), np.uint8))
+
+
+def test_rgb_kernel_gives_the_cpu_bytes(smb_rom):
+    n = 24
+    gpu = _native.CudaBatch(smb_rom, n)
+    rng = np.random.default_rng(9)
+    out = torch.zeros((n, 240, 256, 3), dtype=torch.uint8, device="cuda")
+    for t in range(8):
+        gpu.step(rng.integers(0, 256, n, dtype=np.uint8) if t > 2 else np.full(n, 8, np.uint8), 30)
+        assert gpu.rgb(out=out) is out
+        want = nesle.palette()[gpu.pixels() & 63]
+        np.testing.assert_array_equal(out.cpu().numpy(), want, err_msg=f"step {t}")
+        np.testing.assert_array_equal(gpu.rgb(), want, err_msg=f"step {t}, host")
+    with pytest.raises(ValueError, match="shape"):
+        gpu.rgb(out=torch.zeros((n, 240, 256, 4), dtype=torch.uint8, device="cuda"))
+    with pytest.raises(TypeError):
+        gpu.rgb(out=np.zeros((n, 240, 256, 3), np.uint8))
 
 
 @pytest.mark.parametrize("frames", [1, 4])

@@ -44,6 +44,12 @@ class _Batch:
             gray84.copy_(torch.from_numpy(_native.gray84(np.asarray(self.cpu.pixels()))))
         return out
 
+    def rgb(self, out=None):
+        if out is None:
+            return self.cpu.rgb()
+        out.copy_(torch.from_numpy(np.asarray(self.cpu.rgb())))
+        return out
+
     def reset_from_bank(self, mask, pick) -> None:
         for i in np.flatnonzero(mask.numpy()):
             self.cpu.load_state(int(i), self.bank[int(pick[i])])
@@ -103,6 +109,8 @@ def _same_info(a, b, what):
         ("tetris", 8, dict(obs="ram")),
         ("smb", 8, dict(obs="gray84", frame_stack=2, reward="shaped")),
         ("smb", 8, dict(obs="gray84", start_states=["1-1", "1-2"])),
+        # The frame ring of RGB pictures, restarted from two start states.
+        ("smb", 4, dict(obs="rgb", frame_stack=2, start_states=["1-1", "1-2"])),
     ],
 )
 def test_the_device_step_matches_the_cpu_backend(monkeypatch, game, n, kwargs):

@@ -96,6 +96,8 @@ pub struct Batch {
     pick: CudaSlice<u32>,
     /// `picture::GrayTables`, uploaded on the first `gray84`.
     gray_tables: Option<CudaSlice<u8>>,
+    /// `picture::RgbTable`, uploaded on the first `rgb`.
+    rgb_table: Option<CudaSlice<u8>>,
     /// The order the step kernel runs the envs in (`set_order`), if not their own.
     order: Option<CudaSlice<u32>>,
     /// Each env's instructions in the last frame of the last step (`instructions_to_host`).
@@ -295,7 +297,7 @@ impl Batch {
         };
         let redrawn = gpu.stream.alloc_zeros::<u32>(1).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         gpu.synchronize()?;
-        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, code, chr, bank: None, mask, pick, gray_tables: None, order: None, ran, regroup_every: config.regroup_every, steps: 0, regroup_on_device: config.regroup_on_device, pairs, regroup_frames: sorts && config.regroup_frames, lines, redrawn, policy: LinesPolicy::default(), sorts: SortPolicy::default(), moved: None, moved_event: None })
+        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, code, chr, bank: None, mask, pick, gray_tables: None, rgb_table: None, order: None, ran, regroup_every: config.regroup_every, steps: 0, regroup_on_device: config.regroup_on_device, pairs, regroup_frames: sorts && config.regroup_frames, lines, redrawn, policy: LinesPolicy::default(), sorts: SortPolicy::default(), moved: None, moved_event: None })
     }
 
     pub fn n_envs(&self) -> usize {
@@ -673,6 +675,16 @@ impl Batch {
         Ok(out)
     }
 
+    /// The last frame of every env in RGB (`n_envs * 240 * 256 * 3` bytes), made on the device
+    /// by [`Batch::rgb`], if enabled.
+    pub fn rgb_to_host(&mut self) -> Result<Vec<u8>, Error> {
+        let mut dense = self.gpu.alloc(self.n_envs * crate::picture::RGB_BYTES)?;
+        self.rgb(&mut dense)?;
+        let mut out = vec![0u8; self.n_envs * crate::picture::RGB_BYTES];
+        self.gpu.download(&dense, 0, &mut out)?;
+        Ok(out)
+    }
+
     fn check_packable(&self, state: &FlatState) -> Result<(), Error> {
         check_packable(&self.rom, self.packing, state)
     }
@@ -758,6 +770,27 @@ impl Batch {
         let tables = gray_tables(&self.gpu, &mut self.gray_tables)?;
         let pixels = self.pixels.as_ref().ok_or_else(|| Error::BadArgument("gray84 needs a batch with pixels".into()))?;
         self.gpu.gray84(pixels, tables, out, self.n_envs)
+    }
+
+    /// Every env's last picture in RGB (240 x 256 x 3 bytes an env, the bytes of
+    /// `nes_core::palette::indices_to_rgb`) into `out`: `n_envs * 240 * 256 * 3` bytes on the
+    /// device. Asynchronous.
+    pub fn rgb(&mut self, out: &mut CudaSlice<u8>) -> Result<(), Error> {
+        let pixels = self.pixels.as_ref().ok_or_else(|| Error::BadArgument("rgb needs a batch with pixels".into()))?;
+        let need = self.n_envs * crate::picture::RGB_BYTES;
+        if out.len() < need.max(1) {
+            return Err(Error::BadArgument(format!("rgb buffer holds {} bytes, {need} needed", out.len())));
+        }
+        let table = match &mut self.rgb_table {
+            Some(t) => t,
+            slot @ None => {
+                let bytes: Vec<u8> = crate::picture::RgbTable::new().rgb.iter().flat_map(|w| w.to_le_bytes()).collect();
+                let mut buf = self.gpu.alloc(bytes.len())?;
+                self.gpu.upload(&bytes, &mut buf, 0)?;
+                slot.insert(buf)
+            }
+        };
+        self.gpu.rgb(pixels, table, out, self.n_envs)
     }
 
     /// An error unless the batch keeps pictures and `out` holds n_envs 84x84 pictures.

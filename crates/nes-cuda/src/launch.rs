@@ -5,7 +5,7 @@
 //! see `images.rs`) launched through cudarc.
 
 use crate::packed::Packing;
-use crate::picture::{GrayTables, GRAY_PIXELS};
+use crate::picture::{GrayTables, RgbTable, GRAY_PIXELS, RGB_BYTES};
 use crate::{FlatState, RomImage, PIXELS_PER_ENV};
 
 extern "C" {
@@ -47,6 +47,7 @@ extern "C" {
     #[cfg(test)]
     fn nesle_host_line_log_size() -> u32;
     fn nesle_host_gray84(pixels: *const u8, tables: *const GrayTables, out: *mut u8, n_envs: u32);
+    fn nesle_host_rgb(pixels: *const u8, table: *const RgbTable, out: *mut u8, quads: u64);
     fn nesle_host_cpu_step(state: *mut FlatState, prg: *const u8, code: *const u32, chr: *const u8);
     fn nesle_host_ppu_run(state: *mut FlatState, prg: *const u8, code: *const u32, chr: *const u8, dots: u32, one_by_one: u32, pixels: *mut u8);
     fn nesle_host_status_bound(state: *const FlatState, prg: *const u8, code: *const u32, chr: *const u8) -> u32;
@@ -236,6 +237,15 @@ pub(crate) fn host_gray84(pixels: &[u8], tables: &GrayTables, out: &mut [u8]) {
     unsafe { nesle_host_gray84(pixels.as_ptr(), tables, out.as_mut_ptr(), n as u32) }
 }
 
+/// Runs the host build of the RGB picture (kernels/picture.cuh `nesle_rgb`) over whole pictures.
+pub(crate) fn host_rgb(pixels: &[u8], table: &RgbTable, out: &mut [u8]) {
+    assert!(pixels.len() % PIXELS_PER_ENV == 0 && out.len() == pixels.len() * 3, "checked by the caller");
+    // SAFETY: RgbTable is #[repr(C)], 64 words as the C struct (sizes asserted on both sides);
+    // `pixels` holds whole pictures, a multiple of 4 bytes, and `out` three bytes for each of
+    // them (asserted above), the only ranges the C++ code touches; it keeps no pointer.
+    unsafe { nesle_host_rgb(pixels.as_ptr(), table, out.as_mut_ptr(), (pixels.len() / 4) as u64) }
+}
+
 /// The code words of a PRG ROM image (kernels/quiet.cuh `cpu_code_word`), one per byte, then
 /// 8 KiB of QF_NONE words (0), where the kernels' fetch looks for an address below $8000
 /// (console_types.cuh `Nes::code_bank`).
@@ -417,6 +427,16 @@ const GRAY_THREADS: u32 = 256;
 fn gray84_grid(n_envs: usize, sms: u32) -> LaunchConfig {
     let blocks = n_envs.min(8 * sms.max(1) as usize).max(1);
     grid_of(blocks * GRAY_THREADS as usize, GRAY_THREADS)
+}
+
+/// kernels/picture.cuh's `RGB_THREADS`: the threads of a `nesle_rgb` block.
+const RGB_THREADS: u32 = 256;
+
+/// `nesle_rgb`'s launch: a thread a 4-pixel group, at most 16 blocks an SM (a full SM's worth of
+/// threads), each looping over its share, so the table is copied into shared memory once a block.
+fn rgb_grid(quads: u64, sms: u32) -> LaunchConfig {
+    let blocks = quads.div_ceil(RGB_THREADS as u64).min(16 * sms.max(1) as u64).max(1);
+    grid_of(blocks as usize * RGB_THREADS as usize, RGB_THREADS)
 }
 
 /// kernels/lines.cuh's `LINES_WARPS`: the envs (a warp each) of a `nesle_draw_lines` block.
@@ -618,6 +638,7 @@ pub(crate) struct Gpu {
     reset: CudaFunction,
     gather_ram: CudaFunction,
     gray84: CudaFunction,
+    rgb: CudaFunction,
     draw_lines: CudaFunction,
     redraw: CudaFunction,
     gray84_redrawn: CudaFunction,
@@ -679,6 +700,7 @@ impl Gpu {
             reset: f("nesle_reset_from_bank")?,
             gather_ram: f("nesle_gather_ram")?,
             gray84: f("nesle_gray84")?,
+            rgb: f("nesle_rgb")?,
             draw_lines: f("nesle_draw_lines")?,
             redraw: f("nesle_redraw")?,
             gray84_redrawn: f("nesle_gray84_redrawn")?,
@@ -1035,6 +1057,25 @@ impl Gpu {
         // Each block writes only the pictures it takes (env = block, block + grid, ...), each
         // output byte once; the kernel needs GRAY_THREADS threads a block.
         unsafe { b.launch(gray84_grid(n_envs, self.sms)) }.map_err(cuda)?;
+        Ok(())
+    }
+
+    /// Launches `nesle_rgb`: `n_envs` pictures to 240x256 RGB in `out`.
+    pub(crate) fn rgb(&self, pixels: &CudaSlice<u8>, table: &CudaSlice<u8>, out: &mut CudaSlice<u8>, n_envs: usize) -> Result<(), Error> {
+        check_len("pixels", pixels.len(), n_envs * PIXELS_PER_ENV)?;
+        check_len("table", table.len(), std::mem::size_of::<RgbTable>())?;
+        check_len("rgb", out.len(), n_envs * RGB_BYTES)?;
+        if n_envs == 0 {
+            return Ok(());
+        }
+        let quads = (n_envs * PIXELS_PER_ENV / 4) as u64;
+        let mut b = self.stream.launch_builder(&self.rgb);
+        b.arg(pixels).arg(table).arg(out).arg(&quads);
+        // SAFETY: matches `nesle_rgb(const u8*, const RgbTable*, u8*, u64)`; lengths checked
+        // above (`quads` 4-pixel groups in, 12 bytes each out); `table` holds the bytes of one
+        // RgbTable (uploaded by the batch). Each thread writes only its groups' bytes; the
+        // kernel needs RGB_THREADS threads a block (its first 64 load the table).
+        unsafe { b.launch(rgb_grid(quads, self.sms)) }.map_err(cuda)?;
         Ok(())
     }
 

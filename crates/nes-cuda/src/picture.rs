@@ -1,4 +1,5 @@
-//! The 84x84 grayscale observation (`obs="gray84"`): its tables, and the CPU run of the same
+//! The observations made from the palette-index pictures on the device: full-size RGB
+//! (`obs="rgb"`) and 84x84 grayscale (`obs="gray84"`). Their tables, and the CPU run of the same
 //! C++ code the GPU runs (kernels/picture.cuh), so both backends give the same bytes.
 
 use crate::{launch, Error, PIXELS_PER_ENV};
@@ -41,6 +42,46 @@ impl Default for GrayTables {
     fn default() -> Self {
         GrayTables::new()
     }
+}
+
+/// Bytes of one env's RGB picture (240 x 256 x 3).
+pub const RGB_BYTES: usize = PIXELS_PER_ENV * 3;
+
+/// kernels/picture.cuh's `RgbTable`: palette index i's red | green << 8 | blue << 16.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RgbTable {
+    pub rgb: [u32; 64],
+}
+
+impl RgbTable {
+    pub fn new() -> RgbTable {
+        let mut rgb = [0u32; 64];
+        for (w, c) in rgb.iter_mut().zip(nes_core::palette::NTSC_RGB.iter()) {
+            *w = c[0] as u32 | (c[1] as u32) << 8 | (c[2] as u32) << 16;
+        }
+        RgbTable { rgb }
+    }
+}
+
+impl Default for RgbTable {
+    fn default() -> Self {
+        RgbTable::new()
+    }
+}
+
+/// `pixels` (envs x 240 x 256 palette indices) to `out` (envs x 240 x 256 x 3) through the host
+/// build of `nesle_rgb`: the kernel's code, checked against nes-core's palette by the tests.
+pub fn rgb(pixels: &[u8], out: &mut [u8]) -> Result<(), Error> {
+    if pixels.len() % PIXELS_PER_ENV != 0 || out.len() != pixels.len() * 3 {
+        return Err(Error::BadArgument(format!(
+            "rgb: {} picture bytes and {} output bytes are not n x 240 x 256 and n x 240 x 256 x 3",
+            pixels.len(),
+            out.len()
+        )));
+    }
+    launch::host_rgb(pixels, &RgbTable::new(), out);
+    Ok(())
 }
 
 /// Area averaging from `src` pixels to 84 as taps: output i is `sum_k w[i][k] * in[idx[i][k]]`
@@ -137,5 +178,21 @@ mod tests {
         gray84(&px, &mut out).unwrap();
         assert!(out.iter().all(|&v| v == 237));
         assert!(gray84(&px[1..], &mut out).is_err());
+    }
+
+    #[test]
+    fn the_rgb_kernel_code_gives_nes_cores_colours() {
+        assert_eq!(std::mem::size_of::<RgbTable>(), 256);
+        // Every index in every position of a 4-pixel group, and the top two bits set (the
+        // kernels read an index's low 6 bits, as the palette lookups everywhere do).
+        let px: Vec<u8> = (0..2 * PIXELS_PER_ENV).map(|i| ((i * 7 + i / 256) % 256) as u8).collect();
+        let mut out = vec![0u8; 2 * RGB_BYTES];
+        rgb(&px, &mut out).unwrap();
+        for (i, (&p, got)) in px.iter().zip(out.chunks(3)).enumerate() {
+            assert_eq!(got, &nes_core::palette::NTSC_RGB[(p & 63) as usize][..], "pixel {i} (index {p:#04x})");
+        }
+        let mut short = vec![0u8; 2 * RGB_BYTES - 1];
+        assert!(rgb(&px, &mut short).is_err());
+        assert!(rgb(&px[1..], &mut out).is_err());
     }
 }

@@ -687,17 +687,38 @@ impl CudaBatch {
         to_numpy(py, out, [self.n, HEIGHT, WIDTH])
     }
 
-    /// The last frame of every console in RGB: a new (N, 240, 256, 3) uint8 array.
-    fn rgb<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray4<u8>>> {
-        let out = self.run(py, |inner| {
-            let idx = host_pixels(inner)?;
-            let mut rgb = vec![0u8; idx.len() * 3];
-            rgb.par_chunks_mut(PIXELS_PER_ENV * 3)
-                .zip(idx.par_chunks(PIXELS_PER_ENV))
-                .for_each(|(dst, src)| palette::indices_to_rgb(src, dst));
-            Ok(rgb)
+    /// The last frame of every console in RGB: a new (N, 240, 256, 3) uint8 array; or, with
+    /// `out` (a contiguous CUDA uint8 tensor of that shape on this batch's device), made there by
+    /// a kernel (``nesle_rgb``, the same bytes) and returned, asynchronously. `out` needs
+    /// pictures (render on).
+    #[pyo3(signature = (*, out = None))]
+    fn rgb<'py>(&mut self, py: Python<'py>, out: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        let Some(out) = out else {
+            let rgb = self.run(py, |inner| {
+                let idx = host_pixels(inner)?;
+                let mut rgb = vec![0u8; idx.len() * 3];
+                rgb.par_chunks_mut(PIXELS_PER_ENV * 3)
+                    .zip(idx.par_chunks(PIXELS_PER_ENV))
+                    .for_each(|(dst, src)| palette::indices_to_rgb(src, dst));
+                Ok(rgb)
+            })?;
+            return Ok(to_numpy(py, rgb, [self.n, HEIGHT, WIDTH, 3])?.into_any());
+        };
+        if dlpack::cuda_device_of(&out)?.is_none() {
+            return Err(PyTypeError::new_err("out must be a CUDA tensor (uint8, N x 240 x 256 x 3)"));
+        }
+        let shape = [self.n as i64, HEIGHT as i64, WIDTH as i64, 3];
+        let dst = dlpack::borrow_cuda(&out, dlpack::Element::U8, &shape, self.device as i32, 1, "out", true)?;
+        let (ptr, len) = (dst.ptr, dst.len);
+        self.run(py, |inner| {
+            inner.ensure_pixels()?;
+            let ext = inner.ext()?;
+            let shared = inner.batch.clone();
+            let mut batch = shared.lock();
+            dlpack::with_borrowed(&ext, ptr, len, |o| batch.rgb(o))
         })?;
-        to_numpy(py, out, [self.n, HEIGHT, WIDTH, 3])
+        self.hold([dst.capsule]);
+        Ok(out)
     }
 
     /// Frames each console's PPU has started since power-on: a new (N,) uint64 array.

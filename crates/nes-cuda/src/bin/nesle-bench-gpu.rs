@@ -4,6 +4,8 @@
 //!   (--pixels: B+pixels, the 84x84 grayscale observation made on the device every step, by the
 //!   line renderer as it draws (`Batch::step_gray84`); with `--gray-after` by a pass after the
 //!   step, whose time is reported apart, `gray_s`, the device synchronized before and after it)
+//!   [--rgb] (B+pixels with the full 240x256 RGB observation instead: each step's last frame
+//!   drawn, then turned into RGB on the device by `Batch::rgb`, in the step's time)
 //!   [--rom PATH] [--out bench-gpu.json]`: SMB from the first frame of World 1-1 in every env
 //!   (`--boot-frames N`: any ROM, from power-on plus N frames without input),
 //!   frameskip 4, 30 warm-up + 200 timed steps, device synchronized after every step;
@@ -27,11 +29,11 @@
 //!   `--regroup K` (K > 0) the GPU runs the envs in a new random order (`Batch::set_order`) every
 //!   K steps; without it, the batch regroups by itself as in the throughput runs. `--pixels`
 //!   compares every env's picture with nes-core's too (drawn line by line, or with
-//!   `--draw-in-frame` while the frame runs).
+//!   `--draw-in-frame` while the frame runs); `--rgb` its RGB picture (`Batch::rgb`) too.
 
 use nes_core::flat::{first_difference, FlatState};
 use nes_core::Console;
-use nes_cuda::picture::GRAY_PIXELS;
+use nes_cuda::picture::{GRAY_PIXELS, RGB_BYTES};
 use nes_cuda::{Batch, BatchConfig, Error, RomImage, PIXELS_PER_ENV, REGROUP_EVERY};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -45,6 +47,8 @@ struct Args {
     envs: Vec<usize>,
     protocols: Vec<char>,
     pixels: bool,
+    /// `--rgb`: the observation is the full RGB picture (`Batch::rgb`), not the 84x84 gray one.
+    rgb: bool,
     rom: Option<PathBuf>,
     out: PathBuf,
     warmup: usize,
@@ -77,6 +81,7 @@ fn parse_args() -> Result<Args, String> {
         envs: vec![1, 4096, 16384, 65536, 131072],
         protocols: vec!['A', 'B'],
         pixels: false,
+        rgb: false,
         rom: None,
         out: PathBuf::from("bench-gpu.json"),
         warmup: 30,
@@ -103,6 +108,10 @@ fn parse_args() -> Result<Args, String> {
             "--envs" => a.envs = val()?.split(',').map(|s| num(s.to_string())).collect::<Result<_, _>>()?,
             "--protocols" => a.protocols = val()?.split(',').filter_map(|s| s.trim().chars().next()).collect(),
             "--pixels" => a.pixels = true,
+            "--rgb" => {
+                a.pixels = true;
+                a.rgb = true;
+            }
             "--rom" => a.rom = Some(PathBuf::from(val()?)),
             "--out" => a.out = PathBuf::from(val()?),
             "--warmup" => a.warmup = num(val()?)?,
@@ -221,8 +230,10 @@ fn bench(a: &Args) -> Result<(), String> {
             device = batch.device_name();
             let mut rngs: Vec<Rng> = (0..n).map(|i| Rng::new(i as u32 + 1)).collect();
             let mut actions = vec![RIGHT; n];
-            // B+pixels: the 84x84 grayscale observation of every env, made on the device each step.
-            let mut gray = if a.pixels { Some(batch.alloc(n * GRAY_PIXELS).map_err(|e| e.to_string())?) } else { None };
+            // B+pixels: the 84x84 grayscale observation of every env, made on the device each
+            // step; or with --rgb the full RGB one.
+            let mut gray = if a.pixels && !a.rgb { Some(batch.alloc(n * GRAY_PIXELS).map_err(|e| e.to_string())?) } else { None };
+            let mut rgb = if a.rgb { Some(batch.alloc(n * RGB_BYTES).map_err(|e| e.to_string())?) } else { None };
             // Returns the wall time, the rate of every CHUNK steps, the time spent regrouping by
             // phase and the time of the 84x84 pass.
             let mut run = |batch: &mut Batch, steps: usize, label: &str| -> Result<(f64, Vec<f64>, f64, f64), String> {
@@ -247,6 +258,9 @@ fn bench(a: &Args) -> Result<(), String> {
                         _ => batch.step(&actions, a.frameskip),
                     }
                     .map_err(|e| e.to_string())?;
+                    if let Some(out) = rgb.as_mut() {
+                        batch.rgb(out).map_err(|e| e.to_string())?;
+                    }
                     // The step finished, then (with --gray-after) the 84x84 pass timed on its own.
                     batch.synchronize().map_err(|e| e.to_string())?;
                     if let Some(g) = gray.as_mut().filter(|_| a.gray_after) {
@@ -294,7 +308,13 @@ fn bench(a: &Args) -> Result<(), String> {
             } else {
                 String::new()
             };
-            let gray_note = if a.gray_after { format!("84x84 gray: {gray_s:.3} s of it") } else { "84x84 gray made in the step".to_string() };
+            let gray_note = if a.rgb {
+                "RGB made after the step, in its time".to_string()
+            } else if a.gray_after {
+                format!("84x84 gray: {gray_s:.3} s of it")
+            } else {
+                "84x84 gray made in the step".to_string()
+            };
             let grayed = match (a.pixels, redrawn) {
                 (false, _) => String::new(),
                 (true, None) => format!("  ({gray_note})"),
@@ -305,8 +325,8 @@ fn bench(a: &Args) -> Result<(), String> {
             println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}{regrouped}{grayed}", p, n, a.pixels, rate, wall,
                 if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
             rows.push(format!(
-                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_frames\": {}, \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}, \"drawn\": \"{}\", \"redrawn_last_step\": {redrawn_json}, \"lines_waits_last_step\": {waits}, \"steps_drawn_by_lines\": {by_lines}, \"steps_drawn_while_running\": {while_running}, \"steps_sorted\": {}, \"steps_sort_skipped\": {}}}",
-                a.pixels, a.steps, a.warmup, a.frameskip, regroup,
+                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"observation\": \"{}\", \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_frames\": {}, \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}, \"drawn\": \"{}\", \"redrawn_last_step\": {redrawn_json}, \"lines_waits_last_step\": {waits}, \"steps_drawn_by_lines\": {by_lines}, \"steps_drawn_while_running\": {while_running}, \"steps_sorted\": {}, \"steps_sort_skipped\": {}}}",
+                a.pixels, if a.rgb { "rgb" } else if a.pixels { "gray84" } else { "none" }, a.steps, a.warmup, a.frameskip, regroup,
                 if a.regroup_by_phase { "phase" } else if a.regroup_on_host { "instructions, on the host" } else { "instructions, on the device" },
                 a.regroup_frames,
                 if !a.pixels { "no pictures" } else if a.draw_lines { "line by line after the frame" } else { "while the frame runs" },
@@ -440,8 +460,18 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
                 }
             }
         }
+        if a.rgb {
+            let rgb = batch.rgb_to_host().map_err(|e| e.to_string())?;
+            let mut want = vec![0u8; RGB_BYTES];
+            for (e, c) in cores.iter().enumerate() {
+                nes_core::palette::indices_to_rgb(c.pixels(), &mut want);
+                if let Some(i) = rgb[e * RGB_BYTES..(e + 1) * RGB_BYTES].iter().zip(&want).position(|(g, w)| g != w) {
+                    return Err(format!("{label}: env {e} step {step}: RGB byte {i} differs"));
+                }
+            }
+        }
     }
-    let what = if a.pixels { " (and pictures)" } else { "" };
+    let what = if a.rgb { " (and pictures, and RGB)" } else if a.pixels { " (and pictures)" } else { "" };
     Ok(format!("{label}: {n} envs x {} steps x {} frames identical{what}", a.parity_steps, a.frameskip))
 }
 
