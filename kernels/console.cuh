@@ -398,7 +398,10 @@ NESLE_DEV void nes_step_slot(u8* states, u32 stride, u32 packing, const u8* prg,
     if (lg) lg->flags = 0;
     u32 r = nes_step_env(n, prg, code, chr, prg_ram, active ? actions[env] : 0, frames, px, lg, active);
     if (active) nes_convert(&n.st, packed, packing, true);
-    if (active && ran) ran[env] = r;
+    // The regrouping key (kernel-notes #179): the last frame's instructions in the high half,
+    // the PC it ended at in the low half. The sort orders by the whole word (by the count, its
+    // ties rare), then each block's envs by the PC (order.cuh, nesle_order_out).
+    if (active && ran) ran[env] = (r < 0xffffu ? r : 0xffffu) << 16 | n.st.cpu_pc;
 }
 
 // Copies one packed state (`stride` bytes, a multiple of 8) 8 bytes at a time.

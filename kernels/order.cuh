@@ -1,9 +1,10 @@
-// Regrouping on the device (kernel-notes #66, #67): the envs in order of their instructions in
-// the last frame, the most first (kernel-notes #176: a launch of more blocks than the GPU holds
-// at once then starts its longest warps first), as `Batch::regroup` sorts them on the host, by a
-// bitonic network over the pairs (~count << 32 | env). The pairs are all distinct, so the order
-// is exactly the host's stable sort's. `padded` is n_envs rounded up to a power of two; the pad
-// pairs (all ones) sort last.
+// Regrouping on the device (kernel-notes #66, #67): the envs in order of their regrouping key
+// (`ran`: the instructions in the last frame << 16 | the PC it ended at), the most first
+// (kernel-notes #176: a launch of more blocks than the GPU holds at once then starts its longest
+// warps first), then each block of ORDER_BLOCK by the PC alone (#179), as `Batch::regroup` sorts
+// them on the host, by a bitonic network over the pairs (~key << 32 | env). The pairs are all
+// distinct, so the order is exactly the host's stable sort's. `padded` is n_envs rounded up to a
+// power of two; the pad pairs (all ones) sort last.
 //
 // The network's stages (k, j) run in their usual order; those with j below the tile size only
 // exchange pairs inside one tile, so a block runs them one after the other in shared memory
@@ -16,6 +17,17 @@
 #define ORDER_TILE 1024
 
 NESLE_FN u64 order_pair(const u32* ran, u32 i, u32 n) { return i < n ? ((u64)~ran[i] << 32) | i : ~0ull; }
+
+// After the sort, the envs of each block of ORDER_BLOCK slots (the step's blocks at 65,536 envs
+// and more) in order of the PC their last frame ended at (the low half of the key), ties in the
+// sort's order (kernel-notes #179): a block keeps the count's lengths, its warps the PC's phase.
+#define ORDER_BLOCK 512
+
+// A sorted pair at slot `t` of its block as (PC, t, env), to sort the block by.
+NESLE_FN u64 order_block_entry(u64 pair, u32 t) {
+    u32 pc = ~(u32)(pair >> 32) & 0xffffu;
+    return (u64)pc << 48 | (u64)t << 32 | (u32)pair;
+}
 
 // The compare-exchange of element `t` of `pairs` with element t ^ j: ascending if `up`. Only
 // the lower index of the two does it.
@@ -58,12 +70,22 @@ extern "C" __global__ void nesle_order_tiles(const u32* ran, u64* pairs, u32 n, 
     pairs[i] = tile[t];
 }
 
-// The sorted envs into `order`; `*moved` set to 1 when an env's slot changed (zeroed before the
-// sort: the batch skips sorts while they leave the order as it was, kernel-notes #153).
+// The sorted envs into `order`, each block of ORDER_BLOCK (the launch's blocks) by PC;
+// `*moved` set to 1 when an env's slot changed (zeroed before the sort: the batch skips sorts
+// while they leave the order as it was, kernel-notes #153).
 extern "C" __global__ void nesle_order_out(const u64* pairs, u32* order, u32 n, u32* moved) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ u64 tile[ORDER_BLOCK];
+    u32 t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+    tile[t] = i < n ? order_block_entry(pairs[i], t) : ~0ull;
+    __syncthreads();
+    for (u32 k = 2; k <= blockDim.x; k <<= 1) {
+        for (u32 j = k >> 1; j > 0; j >>= 1) {
+            order_exchange(tile, t, j, (t & k) == 0);
+            __syncthreads();
+        }
+    }
     if (i >= n) return;
-    u32 env = (u32)pairs[i];
+    u32 env = (u32)tile[t];
     if (order[i] != env) {
         order[i] = env;
         *moved = 1;  // any thread that finds a change: they all store the same value
@@ -91,6 +113,14 @@ extern "C" void nesle_host_order(const u32* ran, u64* pairs, u32* order, u32 n, 
             for (u32 i = 0; i < padded; i++) order_exchange(pairs, i, j, (i & k) == 0);
         order_host_tiles(ran, pairs, n, padded, size, k);
     }
-    for (u32 i = 0; i < n; i++) order[i] = (u32)pairs[i];
+    // Each block of ORDER_BLOCK by PC, as nesle_order_out.
+    for (u32 base = 0; base < n; base += ORDER_BLOCK) {
+        u64 tile[ORDER_BLOCK];
+        for (u32 t = 0; t < ORDER_BLOCK; t++) tile[t] = base + t < n ? order_block_entry(pairs[base + t], t) : ~0ull;
+        for (u32 k = 2; k <= ORDER_BLOCK; k <<= 1)
+            for (u32 j = k >> 1; j > 0; j >>= 1)
+                for (u32 t = 0; t < ORDER_BLOCK; t++) order_exchange(tile, t, j, (t & k) == 0);
+        for (u32 t = 0; t < ORDER_BLOCK && base + t < n; t++) order[base + t] = (u32)tile[t];
+    }
 }
 #endif

@@ -100,7 +100,8 @@ pub struct Batch {
     rgb_table: Option<CudaSlice<u8>>,
     /// The order the step kernel runs the envs in (`set_order`), if not their own.
     order: Option<CudaSlice<u32>>,
-    /// Each env's instructions in the last frame of the last step (`instructions_to_host`).
+    /// Each env's regrouping key after the last step (`sort_keys_to_host`): its instructions in
+    /// the last frame << 16 | the PC that frame ended at.
     ran: CudaSlice<u32>,
     /// `BatchConfig::regroup_every`, and the steps run so far.
     regroup_every: u32,
@@ -494,8 +495,18 @@ impl Batch {
     }
 
     /// Each env's instructions in the last frame of the last step (0 before the first step): a
-    /// measure of the work its next frame will likely take, the key of [`Batch::regroup`].
+    /// measure of the work its next frame will likely take, the first part of
+    /// [`Batch::regroup`]'s key. Exact: a frame's ~29,781 CPU cycles hold at most ~14,900
+    /// instructions, under the key's 16-bit cap.
     pub fn instructions_to_host(&self) -> Result<Vec<u32>, Error> {
+        Ok(self.sort_keys_to_host()?.into_iter().map(|k| k >> 16).collect())
+    }
+
+    /// Each env's regrouping key after the last step (0 before the first step): its
+    /// instructions in the last frame (at most 0xffff) << 16 | the PC that frame ended at. The
+    /// sort orders the envs by it, the most first, then each block of 512 by the PC alone
+    /// (kernel-notes #179).
+    pub fn sort_keys_to_host(&self) -> Result<Vec<u32>, Error> {
         let mut out = vec![0u32; self.n_envs];
         self.gpu.download(&self.ran, 0, &mut out)?;
         Ok(out)
@@ -531,14 +542,15 @@ impl Batch {
         Ok(Some(w[0]))
     }
 
-    /// Orders the envs by their instructions in the last frame ([`Batch::set_order`]), so each
-    /// warp holds envs that did about as much work: in the warp model (docs/kernel-notes.md
-    /// #21) as good a grouping as a game's own phase bytes, and it needs no knowledge of the game.
-    /// Envs that did the same work (protocol A's lockstep) keep their own order, with no
-    /// indirection in the kernel.
+    /// Orders the envs by their instructions in the last frame ([`Batch::set_order`]), then each
+    /// block of 512 by the PC that frame ended at (kernel-notes #179), so each block holds envs
+    /// that did about as much work and each warp envs at one point of the game's loop. The count
+    /// alone was, in the warp model (docs/kernel-notes.md #21), as good a grouping as a game's own
+    /// phase bytes; neither needs any knowledge of the game. Envs that did the same work
+    /// (protocol A's lockstep) keep their own order, with no indirection in the kernel.
     pub fn regroup(&mut self) -> Result<(), Error> {
-        let ran = self.instructions_to_host()?;
-        self.set_order(order_by_work(&ran).as_deref())
+        let keys = self.sort_keys_to_host()?;
+        self.set_order(order_by_work(&keys).as_deref())
     }
 
     /// [`BatchConfig::regroup_every`]: regroups before every k-th step (not the first: no
@@ -851,11 +863,15 @@ impl Drop for Batch {
     }
 }
 
-/// The envs in order of `ran` (each env's instructions in its last frame), the most first, ties
-/// in env order; `None` when that is the envs' own order.
+/// The envs in order of `ran` (each env's instructions in its last frame << 16 | the PC it ended
+/// at), the most first, ties in env order, then each block of `ORDER_BLOCK` by the PC, ties in
+/// that order (kernel-notes #179, kernels/order.cuh); `None` when that is the envs' own order.
 fn order_by_work(ran: &[u32]) -> Option<Vec<u32>> {
     let mut order: Vec<u32> = (0..ran.len() as u32).collect();
     order.sort_by_key(|&e| std::cmp::Reverse(ran[e as usize]));
+    for block in order.chunks_mut(launch::ORDER_BLOCK) {
+        block.sort_by_key(|&e| ran[e as usize] & 0xffff);
+    }
     if order.windows(2).all(|w| w[0] < w[1]) {
         None
     } else {
@@ -973,12 +989,23 @@ mod tests {
     }
 
     #[test]
-    fn envs_are_ordered_by_their_work_the_most_first_ties_in_env_order() {
-        assert_eq!(order_by_work(&[5, 3, 5, 1]), Some(vec![0, 2, 1, 3]));
+    fn envs_are_ordered_by_their_work_the_most_first_then_each_block_by_pc() {
+        let key = |count: u32, pc: u32| count << 16 | pc;
+        // One block: by PC, ties in order of the work, the most first.
+        let ran = [key(5, 0x8000), key(3, 0x8000), key(5, 0x9000), key(1, 0x8000)];
+        assert_eq!(order_by_work(&ran), Some(vec![0, 1, 3, 2]));
         // Protocol A: every env did the same, so the envs keep their own order, no indirection.
-        assert_eq!(order_by_work(&[7; 64]), None);
-        assert_eq!(order_by_work(&[3, 2, 1]), None);
-        assert_eq!(order_by_work(&[1, 2, 3]), Some(vec![2, 1, 0]));
+        assert_eq!(order_by_work(&[key(7, 0x8000); 64]), None);
+        assert_eq!(order_by_work(&[key(3, 0x8000), key(2, 0x8000), key(1, 0x8000)]), None);
+        // Two blocks: the longer envs in the first, each block by PC.
+        let n = launch::ORDER_BLOCK * 2;
+        let ran: Vec<u32> = (0..n as u32).map(|e| key(e / 2, 0xc000 - e % 7)).collect();
+        let order = order_by_work(&ran).unwrap();
+        let (first, second) = order.split_at(launch::ORDER_BLOCK);
+        assert!(first.iter().all(|&e| e as usize >= launch::ORDER_BLOCK), "the longer half first");
+        for block in [first, second] {
+            assert!(block.windows(2).all(|w| ran[w[0] as usize] & 0xffff <= ran[w[1] as usize] & 0xffff));
+        }
     }
 
     #[test]

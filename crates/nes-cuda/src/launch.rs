@@ -61,7 +61,8 @@ extern "C" {
 /// Runs the host build of `nesle_step` over `states` packed as a GPU batch packs them (so the
 /// parity tests cover the packing too), then unpacks them. The caller has checked lengths,
 /// that every state belongs to `rom` and that `order`, if given, is a permutation of the envs;
-/// `ran`, if given, receives each env's instructions in its last frame.
+/// `ran`, if given, receives each env's regrouping key (its instructions in its last frame << 16
+/// | the PC that frame ended at).
 pub(crate) fn host_step(
     states: &mut [FlatState],
     rom: &RomImage,
@@ -413,6 +414,10 @@ fn cuda(e: DriverError) -> Error {
 
 /// kernels/order.cuh's `ORDER_TILE`: the pairs one block of `nesle_order_tiles` sorts.
 pub(crate) const ORDER_TILE: usize = 1024;
+
+/// kernels/order.cuh's `ORDER_BLOCK`: the slots `nesle_order_out` orders by PC after the sort,
+/// a launch block each.
+pub(crate) const ORDER_BLOCK: usize = 512;
 
 fn grid(n: usize) -> LaunchConfig {
     grid_of(n, BLOCK)
@@ -1131,8 +1136,9 @@ impl Gpu {
         let mut b = self.stream.launch_builder(&self.order_out);
         b.arg(&*pairs).arg(order).arg(&n).arg(moved);
         // SAFETY: matches `nesle_order_out(const u64*, u32*, u32, u32*)`; lengths checked
-        // above; `moved` one word, which threads only set to 1.
-        unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
+        // above; `moved` one word, which threads only set to 1; blocks of ORDER_BLOCK threads,
+        // the kernel's shared array, each reading pairs and writing order only below n.
+        unsafe { b.launch(grid_of(n_envs, ORDER_BLOCK as u32)) }.map_err(cuda)?;
         Ok(())
     }
 

@@ -69,7 +69,8 @@ pub mod host {
 
     /// [`step`] with the envs run in `order` (a permutation of the env indices), as
     /// [`crate::Batch::set_order`] makes the GPU run them: the same results as `step`. `ran`
-    /// receives each env's instructions in its last frame ([`crate::Batch::instructions_to_host`]).
+    /// receives each env's regrouping key, its instructions in its last frame << 16 | the PC
+    /// that frame ended at ([`crate::Batch::sort_keys_to_host`]).
     pub fn step_in_order(
         states: &mut [FlatState],
         rom: &RomImage,
