@@ -53,14 +53,16 @@ timeout 120 "$B" --parity 64 --steps 40 --pixels --rom "$SMB" > "$OUT/parity-smb
 timeout 120 "$B" --parity 64 --steps 40 --frameskip 1 --press-start 40 --pixels --rom "$SMB" > "$OUT/parity-smb-pixels-start.txt" 2>&1; tail -1 "$OUT/parity-smb-pixels-start.txt"
 timeout 120 "$B" --parity 64 --steps 40 --pixels --draw-in-frame --rom "$SMB" > "$OUT/parity-smb-pixels-in-frame.txt" 2>&1; tail -1 "$OUT/parity-smb-pixels-in-frame.txt"
 timeout 150 "$B" --parity 8 --steps 4 --pixels --test-roms "$TR" > "$OUT/parity-roms-pixels.txt" 2>&1; tail -1 "$OUT/parity-roms-pixels.txt"
+step "parity SMB with pictures and their RGB (Batch::rgb against nes-core's palette)"
+timeout 120 "$B" --parity 64 --steps 20 --rgb --rom "$SMB" > "$OUT/parity-smb-rgb.txt" 2>&1; tail -1 "$OUT/parity-smb-rgb.txt"
 step "parity Tetris"; timeout 60 "$B" --parity 64 --steps 20 --rom "$ROMS/tetris.nes" > "$OUT/parity-tetris.txt" 2>&1; tail -1 "$OUT/parity-tetris.txt"
 step "parity test ROMs"; timeout 150 "$B" --parity 8 --steps 4 --test-roms "$TR" > "$OUT/parity-roms.txt" 2>&1; tail -1 "$OUT/parity-roms.txt"
 for im in sm_90 compute_75; do
   step "image $im"; NESLE_KERNEL_IMAGE=$im timeout 60 "$B" --parity 16 --steps 5 --rom "$SMB" > "$OUT/image-$im.txt" 2>&1; tail -1 "$OUT/image-$im.txt"
 done
 for tool in memcheck racecheck; do
-  # With pictures: the step kernel, the line renderer and the redraw all run.
-  step "$tool"; timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "$B" --parity 32 --steps 2 --pixels --rom "$SMB" > "$OUT/$tool.txt" 2>&1
+  # With pictures and their RGB: the step kernel, the line renderer, the redraw and the RGB kernel run.
+  step "$tool"; timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "$B" --parity 32 --steps 2 --rgb --rom "$SMB" > "$OUT/$tool.txt" 2>&1
   echo "rc=$?" >> "$OUT/$tool.txt"; tail -2 "$OUT/$tool.txt"
 done
 step synccheck  # the block barriers in nes_run_frame, with a partial block
@@ -74,6 +76,7 @@ if part bench; then
 step "A"; timeout 300 "$B" --envs 1,4096,16384,65536,131072 --protocols A --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-A.json" > "$OUT/bench-A.txt" 2>&1; tail -6 "$OUT/bench-A.txt"
 step "B"; timeout 300 "$B" --envs 4096,16384,65536,131072 --protocols B --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-B.json" > "$OUT/bench-B.txt" 2>&1; tail -5 "$OUT/bench-B.txt"
 step "B+pixels"; timeout 300 "$B" --envs 4096,65536 --protocols B --pixels --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-Bpix.json" > "$OUT/bench-Bpix.txt" 2>&1; tail -3 "$OUT/bench-Bpix.txt"
+step "B+pixels, full RGB"; timeout 300 "$B" --envs 4096,65536 --protocols B --rgb --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-Brgb.json" > "$OUT/bench-Brgb.txt" 2>&1; tail -3 "$OUT/bench-Brgb.txt"
 fi
 if part python; then
 step "Python layer (raw batch and make_vec, alternating)"
