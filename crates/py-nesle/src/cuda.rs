@@ -375,6 +375,33 @@ impl CudaBatch {
         self.in_flight.push_back((fence, capsules));
     }
 
+    /// A picture of every env made on the device by `make` into `out`, a contiguous CUDA uint8
+    /// tensor of `shape` (`what` in the error) on this batch's device; asynchronous; pictures
+    /// turned on first.
+    fn picture_into<'py>(
+        &mut self,
+        py: Python<'py>,
+        out: Bound<'py, PyAny>,
+        shape: &[i64],
+        what: &str,
+        make: fn(&mut Batch, &mut cudarc::driver::CudaSlice<u8>) -> Result<(), Error>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if dlpack::cuda_device_of(&out)?.is_none() {
+            return Err(PyTypeError::new_err(format!("out must be a CUDA tensor (uint8, {what})")));
+        }
+        let dst = dlpack::borrow_cuda(&out, dlpack::Element::U8, shape, self.device as i32, 1, "out", true)?;
+        let (ptr, len) = (dst.ptr, dst.len);
+        self.run(py, |inner| {
+            inner.ensure_pixels()?;
+            let ext = inner.ext()?;
+            let shared = inner.batch.clone();
+            let mut batch = shared.lock();
+            dlpack::with_borrowed(&ext, ptr, len, |o| make(&mut batch, o))
+        })?;
+        self.hold([dst.capsule]);
+        Ok(out)
+    }
+
     /// NumPy buttons, or a CUDA tensor read in place.
     fn actions(&self, actions: &Bound<'_, PyAny>) -> PyResult<(Actions, Option<Borrowed>)> {
         if !actions.is_instance_of::<numpy::PyUntypedArray>() {
@@ -598,21 +625,8 @@ impl CudaBatch {
     /// the same bytes), written into `out`, a contiguous CUDA uint8 tensor of shape
     /// (N, 84, 84) on this batch's device; asynchronous. Needs pictures (render on).
     fn gray84<'py>(&mut self, py: Python<'py>, out: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        if dlpack::cuda_device_of(&out)?.is_none() {
-            return Err(PyTypeError::new_err("out must be a CUDA tensor (uint8, N x 84 x 84)"));
-        }
         let shape = [self.n as i64, GRAY_SIZE as i64, GRAY_SIZE as i64];
-        let dst = dlpack::borrow_cuda(&out, dlpack::Element::U8, &shape, self.device as i32, 1, "out", true)?;
-        let (ptr, len) = (dst.ptr, dst.len);
-        self.run(py, |inner| {
-            inner.ensure_pixels()?;
-            let ext = inner.ext()?;
-            let shared = inner.batch.clone();
-            let mut batch = shared.lock();
-            dlpack::with_borrowed(&ext, ptr, len, |o| batch.gray84(o))
-        })?;
-        self.hold([dst.capsule]);
-        Ok(out)
+        self.picture_into(py, out, &shape, "N x 84 x 84", Batch::gray84)
     }
 
     /// The start states `reset_from_bank` picks from: `save_state` blobs of this ROM (either
@@ -704,21 +718,8 @@ impl CudaBatch {
             })?;
             return Ok(to_numpy(py, rgb, [self.n, HEIGHT, WIDTH, 3])?.into_any());
         };
-        if dlpack::cuda_device_of(&out)?.is_none() {
-            return Err(PyTypeError::new_err("out must be a CUDA tensor (uint8, N x 240 x 256 x 3)"));
-        }
         let shape = [self.n as i64, HEIGHT as i64, WIDTH as i64, 3];
-        let dst = dlpack::borrow_cuda(&out, dlpack::Element::U8, &shape, self.device as i32, 1, "out", true)?;
-        let (ptr, len) = (dst.ptr, dst.len);
-        self.run(py, |inner| {
-            inner.ensure_pixels()?;
-            let ext = inner.ext()?;
-            let shared = inner.batch.clone();
-            let mut batch = shared.lock();
-            dlpack::with_borrowed(&ext, ptr, len, |o| batch.rgb(o))
-        })?;
-        self.hold([dst.capsule]);
-        Ok(out)
+        self.picture_into(py, out, &shape, "N x 240 x 256 x 3", Batch::rgb)
     }
 
     /// Frames each console's PPU has started since power-on: a new (N,) uint64 array.
