@@ -13,8 +13,8 @@ envs x timed steps / wall seconds, with the backend synchronised at the end of e
 
 ``--env`` runs the same protocol through the Python environment (``nesle.make_vec``: action
 lookup and checks, per-frame reward and done on the RAM trace, observations; RAM, or gray84
-with ``--pixels``, or RGB with ``--rgb``; episodes never end, as in the protocol) instead of the raw batch, to measure
-what the Python layer costs (rows named e.g. ``B/env``).
+with ``--pixels``, or RGB with ``--rgb``; episodes never end, as in the protocol) instead of
+the raw batch, to measure what the Python layer costs (rows named e.g. ``B/env``).
 """
 
 from __future__ import annotations

@@ -496,8 +496,8 @@ impl Batch {
 
     /// Each env's instructions in the last frame of the last step (0 before the first step): a
     /// measure of the work its next frame will likely take, the first part of
-    /// [`Batch::regroup`]'s key. Exact: a frame's ~29,781 CPU cycles hold at most ~14,900
-    /// instructions, under the key's 16-bit cap.
+    /// [`Batch::regroup`]'s key. Exact: the frame loop halts a console after 60,000 steps in a
+    /// frame (`NES_MAX_STEPS_PER_FRAME`), under the key's 16-bit cap.
     pub fn instructions_to_host(&self) -> Result<Vec<u32>, Error> {
         Ok(self.sort_keys_to_host()?.into_iter().map(|k| k >> 16).collect())
     }
