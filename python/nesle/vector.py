@@ -275,7 +275,7 @@ class NesleVectorEnv(VectorEnv):
         }[obs]
         shape = self._frame_shape if frame_stack == 1 else (frame_stack, *self._frame_shape)
         self.single_observation_space = gym.spaces.Box(0, 255, shape, np.uint8)
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self._observation_space: gym.Space | None = None  # built on first use: observation_space
         self.single_action_space = gym.spaces.Discrete(len(self._masks))
         self.action_space = batch_space(self.single_action_space, num_envs)
         # Start states as observations, built once (a save state holds no pixels).
@@ -442,6 +442,20 @@ class NesleVectorEnv(VectorEnv):
         self._elapsed[i] = state.elapsed_steps
         self._frames[:, i] = self._frame_obs_of(state.frame[None], self._ram[i : i + 1])[0]
         return self._observation(copy=True)[i]
+
+    @property
+    def observation_space(self) -> gym.Space:
+        """The batched observation space (``num_envs`` copies of ``single_observation_space``),
+        built on first use: gymnasium keeps a Box's bounds as full arrays and checks them element
+        by element, for RGB at 65,536 envs two 12 GB arrays and minutes of work that a training
+        loop reading ``single_observation_space`` never needs."""
+        if self._observation_space is None:
+            self._observation_space = batch_space(self.single_observation_space, self.num_envs)
+        return self._observation_space
+
+    @observation_space.setter
+    def observation_space(self, space: gym.Space) -> None:
+        self._observation_space = space
 
     @property
     def num_actions(self) -> int:

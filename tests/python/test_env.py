@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from gymnasium.vector.utils import batch_space
 
 import nesle
 from nesle import _native, actions, vector
@@ -51,6 +52,19 @@ def test_gymnasium_make_vec_builds_one_native_batch():
 
 
 # --- spaces ---
+
+
+def test_the_batched_observation_space_is_built_when_asked_for():
+    # Its bounds are arrays of the whole batch's observations (RGB at 65,536 envs: 12 GB each):
+    # nothing in reset or step may need them.
+    venv = nesle.make_vec("smb", 3, obs="rgb", seed=0)
+    venv.reset()
+    venv.step(np.zeros(3, np.int64))
+    assert venv._observation_space is None
+    space = venv.observation_space
+    assert space == batch_space(venv.single_observation_space, 3)
+    assert space.shape == (3, 240, 256, 3) and space.dtype == np.uint8
+    assert venv.observation_space is space
 
 
 @pytest.mark.parametrize(
