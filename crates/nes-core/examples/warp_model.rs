@@ -25,6 +25,8 @@
 //! as `framepc` with the coverage of the last frame (a bit for each 1 KiB of code it ran in)
 //! instead of the PC; `framebucket` the count's bucket alone (ties in the order they had);
 //! `frameblockpc` as `frame`, then each block's envs (16 warps) by the PC their frame ended at;
+//! `frameblockpc2` the same, ties by the PC the frame started at (the last frame's end before
+//! it); `frameblockpcs` the same, ties by the stack pointer the frame ended with;
 //! `framestale` as `frame` with each sort keyed on the count of the frame before the last (a key
 //! known while the last frame still runs, docs/kernel-notes.md #169; the path hash then holds that
 //! count); `countpath` and `countram` by the count, ties by the path hash or by a hash of RAM (a
@@ -277,10 +279,15 @@ fn regroup_order(mode: &str, envs: &[Env], eid: &[usize], bucket: u32, tie_by_id
         "framepc" => order.sort_by_key(|&i| (envs[i].1 >> bucket, pc(i), if tie_by_id { eid[i] } else { 0 })),
         "framecov" => order.sort_by_key(|&i| (envs[i].1 >> bucket, envs[i].2)),
         "framebucket" => order.sort_by_key(|&i| envs[i].1 >> bucket),
-        "frameblockpc" => {
+        "frameblockpc" | "frameblockpc2" | "frameblockpcs" => {
             order.sort_by_key(|&i| envs[i].1);
             for b in order.chunks_mut(BLOCK_WARPS * WARP) {
-                b.sort_by_key(|&i| pc(i));
+                match mode {
+                    // `.2` holds the PC the frame started at (main, before each frame).
+                    "frameblockpc2" => b.sort_by_key(|&i| (pc(i), envs[i].2)),
+                    "frameblockpcs" => b.sort_by_key(|&i| (pc(i), envs[i].0.cpu.s)),
+                    _ => b.sort_by_key(|&i| pc(i)),
+                }
             }
         }
         "framestale" | "path" => order.sort_by_key(|&i| envs[i].2),
@@ -436,10 +443,13 @@ fn main() {
                 }
                 c.run_frames(3);
                 if steps.contains(&(step + 1)) {
+                    let start_pc = c.cpu.pc as u64;
                     let t = traced_frame(c);
                     *count = t.len() as u64;
                     *path = if regroup == "framecov" {
                         coverage(&t)
+                    } else if regroup == "frameblockpc2" {
+                        start_pc
                     } else {
                         t.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, s| (h ^ s.pc as u64).wrapping_mul(0x100_0000_01b3))
                     };
@@ -478,6 +488,12 @@ fn main() {
                     steps_traces = permuted(std::mem::take(&mut steps_traces), &order);
                     ids = permuted(std::mem::take(&mut ids), &order);
                     eid = permuted(std::mem::take(&mut eid), &order);
+                }
+            }
+            if regroup == "frameblockpc2" {
+                // The PC this frame starts at: the next regrouping's tie-break.
+                for (c, _, start, _) in envs.iter_mut() {
+                    *start = c.cpu.pc as u64;
                 }
             }
             let (traces, cycles): (Vec<Vec<Slot>>, Vec<Vec<u64>>) = envs.iter_mut().map(|(c, _, _, _)| traced_frame_cycles(c)).unzip();
