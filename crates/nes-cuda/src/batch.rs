@@ -793,15 +793,9 @@ impl Batch {
         if out.len() < need.max(1) {
             return Err(Error::BadArgument(format!("rgb buffer holds {} bytes, {need} needed", out.len())));
         }
-        let table = match &mut self.rgb_table {
-            Some(t) => t,
-            slot @ None => {
-                let bytes: Vec<u8> = crate::picture::RgbTable::new().rgb.iter().flat_map(|w| w.to_le_bytes()).collect();
-                let mut buf = self.gpu.alloc(bytes.len())?;
-                self.gpu.upload(&bytes, &mut buf, 0)?;
-                slot.insert(buf)
-            }
-        };
+        let table = uploaded(&self.gpu, &mut self.rgb_table, || {
+            crate::picture::RgbTable::new().rgb.iter().flat_map(|w| w.to_le_bytes()).collect()
+        })?;
         self.gpu.rgb(pixels, table, out, self.n_envs)
     }
 
@@ -829,16 +823,20 @@ impl Batch {
     }
 }
 
-/// `picture::GrayTables` on the device, uploaded into `slot` on first use (a function of the
-/// two fields, so the batch's other fields stay free to borrow beside the tables).
+/// `picture::GrayTables` on the device, uploaded into `slot` on first use.
 fn gray_tables<'a>(gpu: &Gpu, slot: &'a mut Option<CudaSlice<u8>>) -> Result<&'a CudaSlice<u8>, Error> {
+    uploaded(gpu, slot, || launch::tables_as_bytes(&crate::picture::GrayTables::new()).to_vec())
+}
+
+/// A read-only table on the device, uploaded into `slot` from `bytes()` on first use (a
+/// function of the two fields, so the batch's other fields stay free to borrow beside it).
+fn uploaded<'a>(gpu: &Gpu, slot: &'a mut Option<CudaSlice<u8>>, bytes: impl FnOnce() -> Vec<u8>) -> Result<&'a CudaSlice<u8>, Error> {
     match slot {
         Some(buf) => Ok(buf),
         None => {
-            let tables = crate::picture::GrayTables::new();
-            let bytes = launch::tables_as_bytes(&tables);
+            let bytes = bytes();
             let mut buf = gpu.alloc(bytes.len())?;
-            gpu.upload(bytes, &mut buf, 0)?;
+            gpu.upload(&bytes, &mut buf, 0)?;
             Ok(slot.insert(buf))
         }
     }
@@ -863,20 +861,27 @@ impl Drop for Batch {
     }
 }
 
-/// The envs in order of `ran` (each env's instructions in its last frame << 16 | the PC it ended
-/// at), the most first, ties in env order, then each block of `ORDER_BLOCK` by the PC, ties in
-/// that order (kernel-notes #179, kernels/order.cuh); `None` when that is the envs' own order.
+/// [`regroup_order`] of `ran`, or `None` when that is the envs' own order.
 fn order_by_work(ran: &[u32]) -> Option<Vec<u32>> {
-    let mut order: Vec<u32> = (0..ran.len() as u32).collect();
-    order.sort_by_key(|&e| std::cmp::Reverse(ran[e as usize]));
-    for block in order.chunks_mut(launch::ORDER_BLOCK) {
-        block.sort_by_key(|&e| ran[e as usize] & 0xffff);
-    }
+    let order = regroup_order(ran);
     if order.windows(2).all(|w| w[0] < w[1]) {
         None
     } else {
         Some(order)
     }
+}
+
+/// The order [`Batch::regroup`] and the device sort give envs of regrouping keys `keys`
+/// ([`Batch::sort_keys_to_host`]: each env's instructions in its last frame << 16 | the PC it
+/// ended at), as a whole permutation: the most first, ties in env order, then each block of
+/// `ORDER_BLOCK` by the PC, ties in that order (kernel-notes #179, kernels/order.cuh).
+pub fn regroup_order(keys: &[u32]) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..keys.len() as u32).collect();
+    order.sort_by_key(|&e| std::cmp::Reverse(keys[e as usize]));
+    for block in order.chunks_mut(launch::ORDER_BLOCK) {
+        block.sort_by_key(|&e| keys[e as usize] & 0xffff);
+    }
+    order
 }
 
 /// The most frames a lockstep step runs in one launch ([`Batch::launch_step`]): a launch's length

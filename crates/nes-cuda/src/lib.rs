@@ -19,7 +19,7 @@ pub mod packed;
 pub mod picture;
 mod rom;
 
-pub use batch::{Batch, BatchConfig, DevicePointers, LinesPolicy, SortPolicy, LINES_PAUSE, LINES_WINDOW, REGROUP_EVERY, SORT_CALM_MAX};
+pub use batch::{regroup_order, Batch, BatchConfig, DevicePointers, LinesPolicy, SortPolicy, LINES_PAUSE, LINES_WINDOW, REGROUP_EVERY, SORT_CALM_MAX};
 pub use launch::Fence;
 pub use cudarc::driver::CudaSlice;
 pub use error::Error;

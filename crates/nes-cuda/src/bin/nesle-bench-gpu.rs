@@ -362,17 +362,12 @@ fn regroup_by_phase(batch: &mut Batch) -> Result<(), String> {
 }
 
 /// Sorts the envs on the device by their regrouping keys (`Batch::regroup_device_sort`) and
-/// checks the order against a sort on the host.
+/// checks the order against the host's sort (`nes_cuda::regroup_order`).
 fn check_device_sort(batch: &mut Batch) -> Result<(), String> {
     let ran = batch.sort_keys_to_host().map_err(|e| e.to_string())?;
     batch.regroup_device_sort().map_err(|e| e.to_string())?;
     let got = batch.order_to_host().map_err(|e| e.to_string())?;
-    let mut want: Vec<u32> = (0..ran.len() as u32).collect();
-    want.sort_by_key(|&e| (std::cmp::Reverse(ran[e as usize]), e));
-    // Then each block of the sort's 512 (kernels/order.cuh ORDER_BLOCK) by the PC in the key.
-    for block in want.chunks_mut(512) {
-        block.sort_by_key(|&e| ran[e as usize] & 0xffff);
-    }
+    let want = nes_cuda::regroup_order(&ran);
     match got {
         Some(got) if got == want => Ok(()),
         _ => Err(format!("the device sort of {} envs differs from the host's", ran.len())),
