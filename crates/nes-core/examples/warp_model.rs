@@ -27,6 +27,10 @@
 //! `frameblockpc` as `frame`, then each block's envs (16 warps) by the PC their frame ended at;
 //! `frameblockpc2` the same, ties by the PC the frame started at (the last frame's end before
 //! it); `frameblockpcs` the same, ties by the stack pointer the frame ended with;
+//! `frameblockpccov` the same, ties by the last frame's coverage (a bit for each 1 KiB of code
+//! it ran in; with `WARP_COV16=1` each 2 KiB, 16 bits); `frameblockcov` the coverage first, then
+//! the PC; `frameblockpcparts` ties by the 2 KiB pieces (16 bits) of the PCs at which the
+//! frame's parts began;
 //! `framestale` as `frame` with each sort keyed on the count of the frame before the last (a key
 //! known while the last frame still runs, docs/kernel-notes.md #169; the path hash then holds that
 //! count); `countpath` and `countram` by the count, ties by the path hash or by a hash of RAM (a
@@ -43,7 +47,9 @@
 //! also prints the slowest warp when the last warps' envs are spread over a few more warps
 //! (`tail_slowest`: the lanes a launch filling every SM would have spare), and with
 //! `WARP_PARTS=1` (any mode) each frame's slowest and mean block when the frame runs in the
-//! kernel's 12 parts with a block barrier after each (`block_parts_costs`), and with
+//! kernel's 12 parts (`WARP_NPARTS` for another count) with a block barrier after each
+//! (`block_parts_costs`; with `WARP_ALONE=1` also the slowest block's rounds run by one thread
+//! alone and by every thread left together, `slowest_block_alone`), and with
 //! `WARP_SPLIT=1` the frame in the kernel's 12 parts with a block barrier after each
 //! (`parts_cost`) against the same frame cut in two launches with the envs regrouped between them
 //! (`split_cost`; docs/kernel-notes.md, "Regrouping inside a frame"). With `frame` and
@@ -130,6 +136,29 @@ fn vote_cost(traces: &[Vec<Slot>], key: impl Fn(&Slot) -> u32) -> u64 {
     rounds
 }
 
+/// `vote_cost` with the (stack, PC) key, and of its rounds those in which one thread alone was
+/// left running (`lone`) and those in which every thread left ran together (`together`, more
+/// than one): rounds a warp could run without voting.
+fn vote_cost_alone(traces: &[Vec<Slot>]) -> (u64, u64, u64) {
+    let key = |s: &Slot| (s.sp as u32) << 16 | s.pc as u32;
+    let mut at = vec![0usize; traces.len()];
+    let (mut rounds, mut lone, mut together) = (0, 0, 0);
+    while let Some(low) = traces.iter().zip(&at).filter_map(|(t, &i)| t.get(i).map(key)).min() {
+        let left = (0..traces.len()).filter(|&j| at[j] < traces[j].len()).count();
+        let group: Vec<usize> = (0..traces.len()).filter(|&j| traces[j].get(at[j]).is_some_and(|s| key(s) == low)).collect();
+        rounds += 1;
+        if left == 1 {
+            lone += 1;
+        } else if group.len() == left {
+            together += 1;
+        }
+        for j in group {
+            at[j] += 1;
+        }
+    }
+    (rounds, lone, together)
+}
+
 /// Rounds of the (stack, PC) vote for a warp of 32 lanes each holding `traces.len() / 32` envs
 /// (lane `j` the envs `j`, `j + 32`, ...): each round every lane votes the lowest key among its
 /// envs, and the lanes holding the warp's lowest run one env at that key (the first).
@@ -212,7 +241,11 @@ fn tail_slowest(traces: &[Vec<Slot>], tail: usize, spare: usize) -> u64 {
 
 /// The kernel's frame: `PARTS` parts of equal CPU time (kernels' NESLE_PHASES) out of a frame's
 /// `FRAME_CYCLES` (NES_FRAME_CYCLES), and the warps of a block (512 threads).
-const PARTS: u64 = 12;
+/// (`WARP_NPARTS` sets another count, to weigh the parts' barriers in rounds.)
+fn parts() -> u64 {
+    static N: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::env::var("WARP_NPARTS").ok().and_then(|v| v.parse().ok()).unwrap_or(12))
+}
 const FRAME_CYCLES: u64 = 29_781;
 const BLOCK_WARPS: usize = 16;
 
@@ -220,13 +253,13 @@ const BLOCK_WARPS: usize = 16;
 /// lasts, over its blocks of 16 warps, the longest sum over parts `from..to` of the block's
 /// slowest warp in that part (its (stack, PC) vote rounds over the envs' slots in the part).
 fn parts_cost(traces: &[Vec<Slot>], cycles: &[Vec<u64>], from: u64, to: u64) -> u64 {
-    let part = FRAME_CYCLES / PARTS;
+    let part = FRAME_CYCLES / parts();
     let block = BLOCK_WARPS * WARP;
     let mut worst = 0;
     for (tb, cb) in traces.chunks(block).zip(cycles.chunks(block)) {
         let mut sum = 0;
         for p in from..to {
-            let (lo, hi) = (p * part, if p + 1 == PARTS { u64::MAX } else { (p + 1) * part });
+            let (lo, hi) = (p * part, if p + 1 == parts() { u64::MAX } else { (p + 1) * part });
             let slices: Vec<Vec<Slot>> = tb
                 .iter()
                 .zip(cb)
@@ -243,20 +276,46 @@ fn parts_cost(traces: &[Vec<Slot>], cycles: &[Vec<u64>], from: u64, to: u64) -> 
 /// the mean block's (the SMs' mean busy time, with one block an SM), in rounds.
 fn block_parts_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>]) -> (u64, f64) {
     let block = BLOCK_WARPS * WARP;
-    let costs: Vec<u64> = traces.chunks(block).zip(cycles.chunks(block)).map(|(t, c)| parts_cost(t, c, 0, PARTS)).collect();
+    let costs: Vec<u64> = traces.chunks(block).zip(cycles.chunks(block)).map(|(t, c)| parts_cost(t, c, 0, parts())).collect();
     (costs.iter().copied().max().unwrap_or(0), costs.iter().sum::<u64>() as f64 / costs.len().max(1) as f64)
+}
+
+/// The slowest block of `block_parts_costs`, its rounds split: of the sum over parts of the
+/// block's slowest warp, the rounds that warp ran with one thread alone left and with every
+/// thread left together (`vote_cost_alone`).
+fn slowest_block_alone(traces: &[Vec<Slot>], cycles: &[Vec<u64>]) -> (u64, u64, u64) {
+    let part = FRAME_CYCLES / parts();
+    let block = BLOCK_WARPS * WARP;
+    let mut worst = (0, 0, 0);
+    for (tb, cb) in traces.chunks(block).zip(cycles.chunks(block)) {
+        let mut sum = (0, 0, 0);
+        for p in 0..parts() {
+            let (lo, hi) = (p * part, if p + 1 == parts() { u64::MAX } else { (p + 1) * part });
+            let slices: Vec<Vec<Slot>> = tb
+                .iter()
+                .zip(cb)
+                .map(|(t, c)| t[c.partition_point(|&x| x < lo)..c.partition_point(|&x| x < hi)].to_vec())
+                .collect();
+            let top = slices.chunks(WARP).map(vote_cost_alone).max_by_key(|c| c.0).unwrap_or((0, 0, 0));
+            sum = (sum.0 + top.0, sum.1 + top.1, sum.2 + top.2);
+        }
+        if sum.0 > worst.0 {
+            worst = sum;
+        }
+    }
+    worst
 }
 
 /// A frame cut in two launches after part `cut` of PARTS, the envs regrouped between them by `key`
 /// of their state at the cut (their trace and its index there): `parts_cost` of each launch.
 fn split_cost(traces: &[Vec<Slot>], cycles: &[Vec<u64>], cut: u64, key: impl Fn(&[Slot], usize) -> u64) -> (u64, u64) {
-    let at = cut * (FRAME_CYCLES / PARTS);
+    let at = cut * (FRAME_CYCLES / parts());
     let first = parts_cost(traces, cycles, 0, cut);
     let mut order: Vec<usize> = (0..traces.len()).collect();
     order.sort_by_key(|&i| key(&traces[i], cycles[i].partition_point(|&x| x < at)));
     let t2: Vec<Vec<Slot>> = order.iter().map(|&i| traces[i].clone()).collect();
     let c2: Vec<Vec<u64>> = order.iter().map(|&i| cycles[i].clone()).collect();
-    (first, parts_cost(&t2, &c2, cut, PARTS))
+    (first, parts_cost(&t2, &c2, cut, parts()))
 }
 
 /// An env of the model: its console, its last frame's instruction count, its path field (the
@@ -279,13 +338,16 @@ fn regroup_order(mode: &str, envs: &[Env], eid: &[usize], bucket: u32, tie_by_id
         "framepc" => order.sort_by_key(|&i| (envs[i].1 >> bucket, pc(i), if tie_by_id { eid[i] } else { 0 })),
         "framecov" => order.sort_by_key(|&i| (envs[i].1 >> bucket, envs[i].2)),
         "framebucket" => order.sort_by_key(|&i| envs[i].1 >> bucket),
-        "frameblockpc" | "frameblockpc2" | "frameblockpcs" => {
+        "frameblockpc" | "frameblockpc2" | "frameblockpcs" | "frameblockcov" | "frameblockpccov" | "frameblockpcparts" => {
             order.sort_by_key(|&i| envs[i].1);
             for b in order.chunks_mut(BLOCK_WARPS * WARP) {
                 match mode {
                     // `.2` holds the PC the frame started at (main, before each frame).
                     "frameblockpc2" => b.sort_by_key(|&i| (pc(i), envs[i].2)),
                     "frameblockpcs" => b.sort_by_key(|&i| (pc(i), envs[i].0.cpu.s)),
+                    // `.2` holds the last frame's coverage (`coverage`).
+                    "frameblockcov" => b.sort_by_key(|&i| (envs[i].2, pc(i))),
+                    "frameblockpccov" | "frameblockpcparts" => b.sort_by_key(|&i| (pc(i), envs[i].2)),
                     _ => b.sort_by_key(|&i| pc(i)),
                 }
             }
@@ -396,8 +458,24 @@ fn warp_cost(traces: &[Vec<Slot>]) -> [u64; 5] {
 /// The 1 KiB pieces of the CPU's address space a frame ran code in, one bit each of 32 (PC >> 10
 /// modulo 32: PRG ROM's 32 KiB, RAM's mirrors folded in): a coarse summary of the frame's path,
 /// whose order puts envs that ran code in the same places side by side (`framecov`).
+/// Whether `mode` keys on the last frame's coverage (`coverage`).
+fn keys_on_coverage(mode: &str) -> bool {
+    matches!(mode, "framecov" | "frameblockcov" | "frameblockpccov")
+}
+
 fn coverage(t: &[Slot]) -> u64 {
+    if std::env::var_os("WARP_COV16").is_some() {
+        // 16 pieces of 2 KiB: the PRG ROM window's, in the 16 bits a device key could spare.
+        return t.iter().fold(0u64, |m, s| m | 1 << ((s.pc >> 11) & 15));
+    }
     t.iter().fold(0u64, |m, s| m | 1 << ((s.pc >> 10) & 31))
+}
+
+/// The 2 KiB pieces (of 16) of the PCs at which the frame's 12 parts started: a coverage
+/// sampled at the kernel's part ends (12 ORs a frame instead of one a round).
+fn part_coverage(t: &[Slot], cycles: &[u64]) -> u64 {
+    let part = FRAME_CYCLES / parts();
+    (0..parts()).filter_map(|p| t.get(cycles.partition_point(|&x| x < p * part))).fold(0u64, |m, s| m | 1 << ((s.pc >> 11) & 15))
 }
 
 fn main() {
@@ -444,10 +522,12 @@ fn main() {
                 c.run_frames(3);
                 if steps.contains(&(step + 1)) {
                     let start_pc = c.cpu.pc as u64;
-                    let t = traced_frame(c);
+                    let (t, at) = traced_frame_cycles(c);
                     *count = t.len() as u64;
-                    *path = if regroup == "framecov" {
+                    *path = if keys_on_coverage(&regroup) {
                         coverage(&t)
+                    } else if regroup == "frameblockpcparts" {
+                        part_coverage(&t, &at)
                     } else if regroup == "frameblockpc2" {
                         start_pc
                     } else {
@@ -500,7 +580,7 @@ fn main() {
             if regroup == "frame" && std::env::var_os("WARP_SPLIT").is_some() {
                 // One more launch a frame, cut at the end of part P of 12, the envs regrouped at
                 // the cut by their (stack, PC) or by their instructions so far.
-                let whole = parts_cost(&traces, &cycles, 0, PARTS);
+                let whole = parts_cost(&traces, &cycles, 0, parts());
                 let mut cells = Vec::new();
                 for p in [1u64, 2, 3, 4, 6] {
                     let (a, b) = split_cost(&traces, &cycles, p, |t, i| t.get(i).map_or(u64::MAX, |s| (s.sp as u64) << 16 | s.pc as u64));
@@ -512,7 +592,11 @@ fn main() {
             }
             if std::env::var_os("WARP_PARTS").is_some() {
                 let (worst, mean) = block_parts_costs(&traces, &cycles);
-                eprintln!("step {step} frame {f}: the frame in {PARTS} parts, blocks of {BLOCK_WARPS} warps: slowest block {worst} rounds, mean block {mean:.0}");
+                eprintln!("step {step} frame {f}: the frame in {} parts, blocks of {BLOCK_WARPS} warps: slowest block {worst} rounds, mean block {mean:.0}", parts());
+                if std::env::var_os("WARP_ALONE").is_some() {
+                    let (rounds, lone, together) = slowest_block_alone(&traces, &cycles);
+                    eprintln!("step {step} frame {f}: the slowest block's {rounds} rounds: {lone} with one thread left alone, {together} with every thread left together");
+                }
             }
             // The envs whose frame is over twice the mean's, by SMB's OperMode ($0770: 0 title,
             // 1 playing, 2 victory, 3 game over): the long frames that set a launch's length.
@@ -524,11 +608,14 @@ fn main() {
                 }
             }
             eprintln!("step {step} frame {f}: envs over twice the mean frame, by OperMode 0-3: {long_by_mode:?}");
-            for ((_, count, stale, _), t) in envs.iter_mut().zip(&traces) {
+            for (((_, count, stale, _), t), at) in envs.iter_mut().zip(&traces).zip(&cycles) {
+                if regroup == "frameblockpcparts" {
+                    *stale = part_coverage(t, at);
+                }
                 if regroup == "framestale" {
                     *stale = *count;
                 }
-                if regroup == "framecov" {
+                if keys_on_coverage(&regroup) {
                     *stale = coverage(t);
                 }
                 *count = t.len() as u64;
