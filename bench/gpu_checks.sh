@@ -17,7 +17,7 @@
 # ENVS_DIV envs (65536), WU_DIV + ST_DIV steps (30 + 25), kernels compiled at run time;
 # "profile" (not in the default) asks ncu for the threads active per instruction, the stall
 # reasons, occupancy and cache hit rates of one protocol A and one protocol B launch late in an
-# episode (step 30) at 65,536 envs; "source" (not in the default) takes ncu's per-instruction
+# episode (around step 30) at 65,536 envs; "source" (not in the default) takes ncu's per-instruction
 # counters of one A and one B launch (ENVS_SRC envs, default 8,192) and, with the build's
 # fatbin next to the benchmark binary (or NESLE_FATBIN) and cuobjdump/nvdisasm on PATH, sums
 # them per device function (bench/sass_profile.py).
@@ -98,8 +98,10 @@ fi
 if part profile; then
   # Where a launch's time goes, lockstep (A) against diverged (B), one launch each at step 30.
   for p in A B; do
-    step "ncu: one $p launch at step 30, 65,536 envs"
-    timeout 250 ncu -k nesle_step --launch-skip 120 --launch-count 1 --section WarpStateStats --section LaunchStats \
+    # B runs a launch a frame (4 a step); A, once its order settles, one a step (#175).
+    skip=120; [ $p = A ] && skip=30
+    step "ncu: one $p launch late in the episode (the ${skip}th), 65,536 envs"
+    timeout 250 ncu -k nesle_step --launch-skip $skip --launch-count 1 --section WarpStateStats --section LaunchStats \
       --section Occupancy --section SchedulerStats --section MemoryWorkloadAnalysis \
       --metrics "smsp__thread_inst_executed_per_inst_executed.ratio,smsp__inst_executed.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
       "$B" --envs 65536 --protocols $p --warmup 31 --steps 1 --rom "$SMB" > "$OUT/ncu-$p.txt" 2>&1
