@@ -67,8 +67,8 @@ static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-w
 // Parts of a frame with a block barrier after each, in the warp vote's builds (nes_run_frame,
 // kernel-notes #40): 8 measured best on protocol B with 256-thread blocks, 12 with the quiet
 // path over the whole episode (#124, #125: B +3.3..3.5%, A -1% against 8; 4 and 32 far worse,
-// 16 as good as 8), and again on the shorter rounds of #138 (#142: 10 parts B -8%, 16 B -5%);
-// 1 turns it off.
+// 16 as good as 8), and again on the shorter rounds of #138 (#142: 10 parts B -8%, 16 B -5%)
+// and with the blocks grouped by PC (#183: 8 parts B -2.5%, 10 -6.4%, 16 -8.1%); 1 turns it off.
 #ifndef NESLE_PHASES
 #define NESLE_PHASES 12
 #endif
