@@ -111,8 +111,9 @@ if part profile; then
 fi
 if part source; then
   for p in A B; do
-    step "ncu source counters: one $p launch at step 30, ${ENVS_SRC:-8192} envs"
-    timeout 200 ncu -k nesle_step --launch-skip 120 --launch-count 1 --section SourceCounters --import-source no -f \
+    skip=120; [ $p = A ] && skip=30  # as in "profile"
+    step "ncu source counters: one $p launch late in the episode (the ${skip}th), ${ENVS_SRC:-8192} envs"
+    timeout 200 ncu -k nesle_step --launch-skip $skip --launch-count 1 --section SourceCounters --import-source no -f \
       -o "$OUT/src-$p" "$B" --envs ${ENVS_SRC:-8192} --protocols $p --warmup 31 --steps 1 --rom "$SMB" > "$OUT/src-$p.log" 2>&1
     timeout 120 ncu -i "$OUT/src-$p.ncu-rep" --page source --csv --print-source sass > "$OUT/src-$p.csv" 2>> "$OUT/src-$p.log"
     tail -2 "$OUT/src-$p.log"
