@@ -249,22 +249,23 @@ fn parts() -> u64 {
 const FRAME_CYCLES: u64 = 29_781;
 const BLOCK_WARPS: usize = 16;
 
+/// Each env's slots in part `p` of the frame (`parts()` of equal CPU time, the last one open).
+fn part_slices(traces: &[Vec<Slot>], cycles: &[Vec<u64>], p: u64) -> Vec<Vec<Slot>> {
+    let part = FRAME_CYCLES / parts();
+    let (lo, hi) = (p * part, if p + 1 == parts() { u64::MAX } else { (p + 1) * part });
+    traces.iter().zip(cycles).map(|(t, c)| t[c.partition_point(|&x| x < lo)..c.partition_point(|&x| x < hi)].to_vec()).collect()
+}
+
 /// The kernel's frame in PARTS parts of equal CPU time with a block barrier after each: a launch
 /// lasts, over its blocks of 16 warps, the longest sum over parts `from..to` of the block's
 /// slowest warp in that part (its (stack, PC) vote rounds over the envs' slots in the part).
 fn parts_cost(traces: &[Vec<Slot>], cycles: &[Vec<u64>], from: u64, to: u64) -> u64 {
-    let part = FRAME_CYCLES / parts();
     let block = BLOCK_WARPS * WARP;
     let mut worst = 0;
     for (tb, cb) in traces.chunks(block).zip(cycles.chunks(block)) {
         let mut sum = 0;
         for p in from..to {
-            let (lo, hi) = (p * part, if p + 1 == parts() { u64::MAX } else { (p + 1) * part });
-            let slices: Vec<Vec<Slot>> = tb
-                .iter()
-                .zip(cb)
-                .map(|(t, c)| t[c.partition_point(|&x| x < lo)..c.partition_point(|&x| x < hi)].to_vec())
-                .collect();
+            let slices = part_slices(tb, cb, p);
             sum += slices.chunks(WARP).map(|w| vote_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32)).max().unwrap_or(0);
         }
         worst = worst.max(sum);
@@ -284,18 +285,12 @@ fn block_parts_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>]) -> (u64, f64) {
 /// block's slowest warp, the rounds that warp ran with one thread alone left and with every
 /// thread left together (`vote_cost_alone`).
 fn slowest_block_alone(traces: &[Vec<Slot>], cycles: &[Vec<u64>]) -> (u64, u64, u64) {
-    let part = FRAME_CYCLES / parts();
     let block = BLOCK_WARPS * WARP;
     let mut worst = (0, 0, 0);
     for (tb, cb) in traces.chunks(block).zip(cycles.chunks(block)) {
         let mut sum = (0, 0, 0);
         for p in 0..parts() {
-            let (lo, hi) = (p * part, if p + 1 == parts() { u64::MAX } else { (p + 1) * part });
-            let slices: Vec<Vec<Slot>> = tb
-                .iter()
-                .zip(cb)
-                .map(|(t, c)| t[c.partition_point(|&x| x < lo)..c.partition_point(|&x| x < hi)].to_vec())
-                .collect();
+            let slices = part_slices(tb, cb, p);
             let top = slices.chunks(WARP).map(vote_cost_alone).max_by_key(|c| c.0).unwrap_or((0, 0, 0));
             sum = (sum.0 + top.0, sum.1 + top.1, sum.2 + top.2);
         }
