@@ -96,11 +96,11 @@ if part divergence; then
   done
 fi
 if part profile; then
-  # Where a launch's time goes, lockstep (A) against diverged (B), one launch each at step 30.
+  # Where a launch's time goes, lockstep (A) against diverged (B), one launch each late in the episode.
   for p in A B; do
     # B runs a launch a frame (4 a step); A, once its order settles, one a step (#175).
     skip=120; [ $p = A ] && skip=30
-    step "ncu: one $p launch late in the episode (the ${skip}th), 65,536 envs"
+    step "ncu: one $p launch late in the episode (after ${skip} launches), 65,536 envs"
     timeout 250 ncu -k nesle_step --launch-skip $skip --launch-count 1 --section WarpStateStats --section LaunchStats \
       --section Occupancy --section SchedulerStats --section MemoryWorkloadAnalysis \
       --metrics "smsp__thread_inst_executed_per_inst_executed.ratio,smsp__inst_executed.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
@@ -112,7 +112,7 @@ fi
 if part source; then
   for p in A B; do
     skip=120; [ $p = A ] && skip=30  # as in "profile"
-    step "ncu source counters: one $p launch late in the episode (the ${skip}th), ${ENVS_SRC:-8192} envs"
+    step "ncu source counters: one $p launch late in the episode (after ${skip} launches), ${ENVS_SRC:-8192} envs"
     timeout 200 ncu -k nesle_step --launch-skip $skip --launch-count 1 --section SourceCounters --import-source no -f \
       -o "$OUT/src-$p" "$B" --envs ${ENVS_SRC:-8192} --protocols $p --warmup 31 --steps 1 --rom "$SMB" > "$OUT/src-$p.log" 2>&1
     timeout 120 ncu -i "$OUT/src-$p.ncu-rep" --page source --csv --print-source sass > "$OUT/src-$p.csv" 2>> "$OUT/src-$p.log"
