@@ -239,7 +239,7 @@ fn tail_slowest(traces: &[Vec<Slot>], tail: usize, spare: usize) -> u64 {
     slowest
 }
 
-/// The kernel's frame: `PARTS` parts of equal CPU time (kernels' NESLE_PHASES) out of a frame's
+/// The kernel's frame: `parts()` parts of equal CPU time (kernels' NESLE_PHASES) out of a frame's
 /// `FRAME_CYCLES` (NES_FRAME_CYCLES), and the warps of a block (512 threads).
 /// (`WARP_NPARTS` sets another count, to weigh the parts' barriers in rounds.)
 fn parts() -> u64 {
@@ -256,7 +256,7 @@ fn part_slices(traces: &[Vec<Slot>], cycles: &[Vec<u64>], p: u64) -> Vec<Vec<Slo
     traces.iter().zip(cycles).map(|(t, c)| t[c.partition_point(|&x| x < lo)..c.partition_point(|&x| x < hi)].to_vec()).collect()
 }
 
-/// The kernel's frame in PARTS parts of equal CPU time with a block barrier after each: a launch
+/// The kernel's frame in `parts()` parts of equal CPU time with a block barrier after each: a launch
 /// lasts, over its blocks of 16 warps, the longest sum over parts `from..to` of the block's
 /// slowest warp in that part (its (stack, PC) vote rounds over the envs' slots in the part).
 fn parts_cost(traces: &[Vec<Slot>], cycles: &[Vec<u64>], from: u64, to: u64) -> u64 {
@@ -301,7 +301,7 @@ fn slowest_block_alone(traces: &[Vec<Slot>], cycles: &[Vec<u64>]) -> (u64, u64, 
     worst
 }
 
-/// A frame cut in two launches after part `cut` of PARTS, the envs regrouped between them by `key`
+/// A frame cut in two launches after part `cut` of `parts()`, the envs regrouped between them by `key`
 /// of their state at the cut (their trace and its index there): `parts_cost` of each launch.
 fn split_cost(traces: &[Vec<Slot>], cycles: &[Vec<u64>], cut: u64, key: impl Fn(&[Slot], usize) -> u64) -> (u64, u64) {
     let at = cut * (FRAME_CYCLES / parts());
