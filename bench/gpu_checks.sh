@@ -10,7 +10,10 @@
 # Tetris, and for pytest's boot tests Zelda and Contra too, which a machine without internet
 # cannot fetch), the test ROMs (NESLE_TEST_ROMS, default ../shared/test-roms), the test
 # dependencies (`nesle[test]`, cynes among them) for pytest, compute-sanitizer on PATH for the
-# sanitizer steps. WU / ST (warm-up / timed steps, default 5 / 30) shorten the throughput runs.
+# sanitizer steps. Each step's exit status is appended to its output file (`rc=N`); the script
+# lists the steps that failed (a mismatch, a sanitizer's error, a time limit, a binary that did
+# not start) at the end and then exits 1, so a caller cannot mistake a broken run for a clean one.
+# WU / ST (warm-up / timed steps, default 5 / 30) shorten the throughput runs.
 # PARTS (default "checks,bench,python") picks the groups: the checks (demo, parity, images,
 # sanitizers, pytest), the throughput table, the Python-layer comparison; "divergence" (not in
 # the default) runs protocol B with the PC votes and regrouping (docs/kernel-notes.md #20, #21):
@@ -33,55 +36,65 @@ T0=$(date +%s)
 step() { echo "[+$(( $(date +%s) - T0 ))s] $1"; }
 PARTS=,${PARTS:-checks,bench,python},
 part() { [[ $PARTS == *,$1,* ]]; }
+# check NAME FILE LINES SECONDS CMD...: runs CMD under `timeout SECONDS` with its output in FILE,
+# shows FILE's last LINES lines, and counts a non-zero exit as a failed check: a mismatch, a
+# sanitizer's error (--error-exitcode), a step past its time, a binary that could not start. The
+# script ends with the failed checks listed and exits 1 if there were any.
+failed=()
+check() {
+  local name=$1 file=$2 lines=$3 secs=$4
+  shift 4
+  timeout "$secs" "$@" > "$file" 2>&1
+  local rc=$?
+  echo "rc=$rc" >> "$file"
+  tail -n "$((lines + 1))" "$file"
+  if [ $rc -ne 0 ]; then failed+=("$name (rc=$rc)"); fi
+}
 
 if part checks; then
 
-step demo; timeout 120 python3 -m nesle demo --out "$OUT/mario.png" > "$OUT/demo.txt" 2>&1; tail -6 "$OUT/demo.txt"
-step "parity SMB"; timeout 120 "$B" --parity 64 --steps 40 --rom "$SMB" > "$OUT/parity-smb.txt" 2>&1; tail -1 "$OUT/parity-smb.txt"
+step demo; check demo "$OUT/demo.txt" 6 120 python3 -m nesle demo --out "$OUT/mario.png"
+step "parity SMB"; check "parity SMB" "$OUT/parity-smb.txt" 1 120 "$B" --parity 64 --steps 40 --rom "$SMB"
 step "parity SMB, one-frame steps, Start at random (the Python tests' boot)"
-timeout 120 "$B" --parity 64 --steps 40 --frameskip 1 --press-start 40 --rom "$SMB" > "$OUT/parity-smb-start.txt" 2>&1; tail -1 "$OUT/parity-smb-start.txt"
+check "parity SMB, Start" "$OUT/parity-smb-start.txt" 1 120 "$B" --parity 64 --steps 40 --frameskip 1 --press-start 40 --rom "$SMB"
 step "parity SMB, envs in a new random order every step (Batch::set_order)"
-timeout 120 "$B" --parity 64 --steps 20 --regroup 1 --rom "$SMB" > "$OUT/parity-smb-order.txt" 2>&1; tail -1 "$OUT/parity-smb-order.txt"
+check "parity SMB, orders" "$OUT/parity-smb-order.txt" 1 120 "$B" --parity 64 --steps 20 --regroup 1 --rom "$SMB"
 step "parity SMB, regrouped every step by the host sort (BatchConfig::regroup_on_device off)"
-timeout 120 "$B" --parity 64 --steps 20 --regroup-on-host --rom "$SMB" > "$OUT/parity-smb-host-sort.txt" 2>&1; tail -1 "$OUT/parity-smb-host-sort.txt"
+check "parity SMB, host sort" "$OUT/parity-smb-host-sort.txt" 1 120 "$B" --parity 64 --steps 20 --regroup-on-host --rom "$SMB"
 step "parity SMB, 300 envs in blocks of 256 (the frame's block barriers with a partial block)"
-NESLE_BLOCK=256 timeout 120 "$B" --parity 300 --steps 10 --rom "$SMB" > "$OUT/parity-smb-block256.txt" 2>&1; tail -1 "$OUT/parity-smb-block256.txt"
+check "parity SMB, blocks of 256" "$OUT/parity-smb-block256.txt" 1 120 env NESLE_BLOCK=256 "$B" --parity 300 --steps 10 --rom "$SMB"
 step "parity SMB, 600 envs in blocks of 512 (the default for large batches, with a partial block)"
-NESLE_BLOCK=512 timeout 120 "$B" --parity 600 --steps 10 --rom "$SMB" > "$OUT/parity-smb-block512.txt" 2>&1; tail -1 "$OUT/parity-smb-block512.txt"
+check "parity SMB, blocks of 512" "$OUT/parity-smb-block512.txt" 1 120 env NESLE_BLOCK=512 "$B" --parity 600 --steps 10 --rom "$SMB"
 step "parity SMB with pictures: drawn line by line after the frame (BatchConfig::draw_lines, the default), and while it runs"
-timeout 120 "$B" --parity 64 --steps 40 --pixels --rom "$SMB" > "$OUT/parity-smb-pixels.txt" 2>&1; tail -1 "$OUT/parity-smb-pixels.txt"
-timeout 120 "$B" --parity 64 --steps 40 --frameskip 1 --press-start 40 --pixels --rom "$SMB" > "$OUT/parity-smb-pixels-start.txt" 2>&1; tail -1 "$OUT/parity-smb-pixels-start.txt"
-timeout 120 "$B" --parity 64 --steps 40 --pixels --draw-in-frame --rom "$SMB" > "$OUT/parity-smb-pixels-in-frame.txt" 2>&1; tail -1 "$OUT/parity-smb-pixels-in-frame.txt"
-timeout 150 "$B" --parity 8 --steps 4 --pixels --test-roms "$TR" > "$OUT/parity-roms-pixels.txt" 2>&1; tail -1 "$OUT/parity-roms-pixels.txt"
+check "parity SMB, pictures" "$OUT/parity-smb-pixels.txt" 1 120 "$B" --parity 64 --steps 40 --pixels --rom "$SMB"
+check "parity SMB, pictures, Start" "$OUT/parity-smb-pixels-start.txt" 1 120 "$B" --parity 64 --steps 40 --frameskip 1 --press-start 40 --pixels --rom "$SMB"
+check "parity SMB, pictures in the frame" "$OUT/parity-smb-pixels-in-frame.txt" 1 120 "$B" --parity 64 --steps 40 --pixels --draw-in-frame --rom "$SMB"
+check "parity test ROMs, pictures" "$OUT/parity-roms-pixels.txt" 1 150 "$B" --parity 8 --steps 4 --pixels --test-roms "$TR"
 step "parity SMB with pictures and their RGB (Batch::rgb against nes-core's palette)"
-timeout 120 "$B" --parity 64 --steps 20 --rgb --rom "$SMB" > "$OUT/parity-smb-rgb.txt" 2>&1; tail -1 "$OUT/parity-smb-rgb.txt"
-step "parity Tetris"; timeout 60 "$B" --parity 64 --steps 20 --rom "$ROMS/tetris.nes" > "$OUT/parity-tetris.txt" 2>&1; tail -1 "$OUT/parity-tetris.txt"
-step "parity test ROMs"; timeout 150 "$B" --parity 8 --steps 4 --test-roms "$TR" > "$OUT/parity-roms.txt" 2>&1; tail -1 "$OUT/parity-roms.txt"
+check "parity SMB, RGB" "$OUT/parity-smb-rgb.txt" 1 120 "$B" --parity 64 --steps 20 --rgb --rom "$SMB"
+step "parity Tetris"; check "parity Tetris" "$OUT/parity-tetris.txt" 1 60 "$B" --parity 64 --steps 20 --rom "$ROMS/tetris.nes"
+step "parity test ROMs"; check "parity test ROMs" "$OUT/parity-roms.txt" 1 150 "$B" --parity 8 --steps 4 --test-roms "$TR"
 for im in sm_90 compute_75; do
-  step "image $im"; NESLE_KERNEL_IMAGE=$im timeout 60 "$B" --parity 16 --steps 5 --rom "$SMB" > "$OUT/image-$im.txt" 2>&1; tail -1 "$OUT/image-$im.txt"
+  step "image $im"; check "image $im" "$OUT/image-$im.txt" 1 60 env NESLE_KERNEL_IMAGE=$im "$B" --parity 16 --steps 5 --rom "$SMB"
 done
 for tool in memcheck racecheck; do
   # With pictures and their RGB: the step kernel, the line renderer, the redraw and the RGB kernel run.
-  step "$tool"; timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "$B" --parity 32 --steps 2 --rgb --rom "$SMB" > "$OUT/$tool.txt" 2>&1
-  echo "rc=$?" >> "$OUT/$tool.txt"; tail -2 "$OUT/$tool.txt"
+  step "$tool"; check "$tool" "$OUT/$tool.txt" 1 120 compute-sanitizer --tool $tool --error-exitcode 9 "$B" --parity 32 --steps 2 --rgb --rom "$SMB"
 done
 step synccheck  # the block barriers in nes_run_frame, with a partial block
-NESLE_BLOCK=256 timeout 120 compute-sanitizer --tool synccheck --error-exitcode 9 "$B" --parity 300 --steps 1 --rom "$SMB" > "$OUT/synccheck.txt" 2>&1
-echo "rc=$?" >> "$OUT/synccheck.txt"; tail -2 "$OUT/synccheck.txt"
-NESLE_BLOCK=512 timeout 120 compute-sanitizer --tool synccheck --error-exitcode 9 "$B" --parity 600 --steps 1 --rom "$SMB" > "$OUT/synccheck-512.txt" 2>&1
-echo "rc=$?" >> "$OUT/synccheck-512.txt"; tail -2 "$OUT/synccheck-512.txt"
-step "pytest -m gpu"; timeout 600 python3 -m pytest -q -m gpu tests/python -p no:cacheprovider --durations=10 > "$OUT/pytest-gpu.txt" 2>&1; tail -15 "$OUT/pytest-gpu.txt"
+check "synccheck, blocks of 256" "$OUT/synccheck.txt" 1 120 env NESLE_BLOCK=256 compute-sanitizer --tool synccheck --error-exitcode 9 "$B" --parity 300 --steps 1 --rom "$SMB"
+check "synccheck, blocks of 512" "$OUT/synccheck-512.txt" 1 120 env NESLE_BLOCK=512 compute-sanitizer --tool synccheck --error-exitcode 9 "$B" --parity 600 --steps 1 --rom "$SMB"
+step "pytest -m gpu"; check "pytest -m gpu" "$OUT/pytest-gpu.txt" 15 600 python3 -m pytest -q -m gpu tests/python -p no:cacheprovider --durations=10
 fi
 if part bench; then
-step "A"; timeout 300 "$B" --envs 1,4096,16384,65536,131072 --protocols A --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-A.json" > "$OUT/bench-A.txt" 2>&1; tail -6 "$OUT/bench-A.txt"
-step "B"; timeout 300 "$B" --envs 4096,16384,65536,131072 --protocols B --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-B.json" > "$OUT/bench-B.txt" 2>&1; tail -5 "$OUT/bench-B.txt"
-step "B+pixels"; timeout 300 "$B" --envs 4096,65536 --protocols B --pixels --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-Bpix.json" > "$OUT/bench-Bpix.txt" 2>&1; tail -3 "$OUT/bench-Bpix.txt"
-step "B+pixels, full RGB"; timeout 300 "$B" --envs 4096,65536 --protocols B --rgb --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-Brgb.json" > "$OUT/bench-Brgb.txt" 2>&1; tail -3 "$OUT/bench-Brgb.txt"
+step "A"; check "bench A" "$OUT/bench-A.txt" 6 300 "$B" --envs 1,4096,16384,65536,131072 --protocols A --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-A.json"
+step "B"; check "bench B" "$OUT/bench-B.txt" 5 300 "$B" --envs 4096,16384,65536,131072 --protocols B --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-B.json"
+step "B+pixels"; check "bench B+pixels" "$OUT/bench-Bpix.txt" 3 300 "$B" --envs 4096,65536 --protocols B --pixels --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-Bpix.json"
+step "B+pixels, full RGB"; check "bench B+RGB" "$OUT/bench-Brgb.txt" 3 300 "$B" --envs 4096,65536 --protocols B --rgb --warmup "${WU:-5}" --steps "${ST:-30}" --out "$OUT/bench-Brgb.json"
 fi
 if part python; then
 step "Python layer (raw batch and make_vec, alternating)"
-timeout 400 python3 -m nesle bench --backend cuda --protocol B --envs 4096 65536 --warmup 3 --steps 20 --compare-env --rounds 2 --json "$OUT/py-layer.json" > "$OUT/py.txt" 2>&1
-cat "$OUT/py.txt"
+check "Python layer" "$OUT/py.txt" 40 400 python3 -m nesle bench --backend cuda --protocol B --envs 4096 65536 --warmup 3 --steps 20 --compare-env --rounds 2 --json "$OUT/py-layer.json"
 fi
 if part divergence; then
   step "divergence: PC votes x regrouping, protocol B"
@@ -131,3 +144,8 @@ if part source; then
   fi
 fi
 step done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "${#failed[@]} checks FAILED:"
+  printf '  %s\n' "${failed[@]}"
+  exit 1
+fi
