@@ -92,6 +92,14 @@ extern "C" __global__ void nesle_order_out(const u64* pairs, u32* order, u32 n, 
     }
 }
 #else
+// The stages kk = k_first ..= k_last of one tile of `size` pairs that starts at pair `base`, as
+// the tile's block runs them one after the other.
+static void order_host_network(u64* tile, u32 base, u32 size, u32 k_first, u32 k_last) {
+    for (u32 kk = k_first; kk <= k_last; kk <<= 1)
+        for (u32 j = order_tile_j_first(kk, size); j > 0; j >>= 1)
+            for (u32 t = 0; t < size; t++) order_exchange(tile, t, j, ((base + t) & kk) == 0);
+}
+
 // The host twin, with the device's schedule and any tile size (a power of two): each launch
 // in turn, each tile's threads stage by stage.
 static void order_host_tiles(const u32* ran, u64* pairs, u32 n, u32 padded, u32 size, u32 k) {
@@ -99,9 +107,7 @@ static void order_host_tiles(const u32* ran, u64* pairs, u32 n, u32 padded, u32 
         u64* tile = pairs + base;
         if (k == 0)
             for (u32 t = 0; t < size; t++) tile[t] = order_pair(ran, base + t, n);
-        for (u32 kk = order_tile_k_first(k); kk <= order_tile_k_last(k, size); kk <<= 1)
-            for (u32 j = order_tile_j_first(kk, size); j > 0; j >>= 1)
-                for (u32 t = 0; t < size; t++) order_exchange(tile, t, j, ((base + t) & kk) == 0);
+        order_host_network(tile, base, size, order_tile_k_first(k), order_tile_k_last(k, size));
     }
 }
 
@@ -117,9 +123,7 @@ extern "C" void nesle_host_order(const u32* ran, u64* pairs, u32* order, u32 n, 
     for (u32 base = 0; base < n; base += ORDER_BLOCK) {
         u64 tile[ORDER_BLOCK];
         for (u32 t = 0; t < ORDER_BLOCK; t++) tile[t] = base + t < n ? order_block_entry(pairs[base + t], t) : ~0ull;
-        for (u32 k = 2; k <= ORDER_BLOCK; k <<= 1)
-            for (u32 j = k >> 1; j > 0; j >>= 1)
-                for (u32 t = 0; t < ORDER_BLOCK; t++) order_exchange(tile, t, j, (t & k) == 0);
+        order_host_network(tile, 0, ORDER_BLOCK, 2, ORDER_BLOCK);
         for (u32 t = 0; t < ORDER_BLOCK && base + t < n; t++) order[base + t] = (u32)tile[t];
     }
 }
