@@ -243,7 +243,7 @@ impl Bus {
                 // A `$2002` poll before the status can change needs no catch-up (#28).
                 if !(addr & 7 == 2
                     && self.ppu_lazy
-                    && self.ppu_owed().saturating_sub(1) < self.ppu.dots_to_status_change())
+                    && self.ppu_owed().saturating_sub(1) < self.ppu.dots_to_status_change(&self.cart))
                 {
                     self.catch_up_for_access();
                 }
@@ -432,7 +432,7 @@ impl Bus {
         // The k-th skipped read runs the owed dots but its cycle's third (as `read_mem`):
         // it sees the PPU `owed + 27 (k - 1) + 11` dots ahead of where it is now.
         let seen = self.ppu_owed() as u64 + 11;
-        let stable = self.ppu.dots_to_status_change() as u64;
+        let stable = self.ppu.dots_to_status_change(&self.cart) as u64;
         if stable <= seen {
             return 0;
         }

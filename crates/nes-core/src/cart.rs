@@ -470,17 +470,24 @@ impl Cart {
     #[inline(always)]
     pub(crate) fn ppu_read_chr(&mut self, addr: u16, dot: u64) -> u8 {
         self.ppu_addr(addr, dot);
+        self.chr_peek(addr)
+    }
+
+    /// A side-effect-free read of the nametable byte the PPU would see at `addr` ($2000-$2FFF).
+    pub fn nametable_peek(&self, addr: u16) -> u8 {
+        self.ciram[self.nametable_offset(addr)]
+    }
+
+    /// A side-effect-free read of the pattern byte the PPU would see at `addr` ($0000-$1FFF):
+    /// `ppu_read_chr` without the address on the bus.
+    #[inline]
+    pub(crate) fn chr_peek(&self, addr: u16) -> u8 {
         let off = self.chr_offset(addr);
         if self.chr_is_ram {
             self.chr_ram[off & (CHR_RAM_SIZE - 1)]
         } else {
             self.chr_rom[off]
         }
-    }
-
-    /// A side-effect-free read of the nametable byte the PPU would see at `addr` ($2000-$2FFF).
-    pub fn nametable_peek(&self, addr: u16) -> u8 {
-        self.ciram[self.nametable_offset(addr)]
     }
 
     /// The 2 KiB of console nametable RAM (a debug view for test runners).

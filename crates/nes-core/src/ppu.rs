@@ -356,7 +356,7 @@ impl Ppu {
         while n > 0 {
             if n >= 8 && self.dot & 7 == 0 && self.rendering() && self.on_render_line() {
                 let d = self.dot;
-                if d <= 64 && !self.line_draws() && !cart.watches_ppu_bus() {
+                if d <= 64 && (!self.line_draws() || self.line_misses(cart)) && !cart.watches_ppu_bus() {
                     if self.scanline < 240 && n >= 341 - d as u32 {
                         n -= 341 - d as u32;
                         self.line_whole(cart, n >= 341);
@@ -380,7 +380,7 @@ impl Ppu {
                     continue;
                 }
                 if !self.render_pixels && self.scanline < 240 && d < 232 && n >= 32 && !cart.watches_ppu_bus() {
-                    let k = self.quiet_tiles(d, n);
+                    let k = self.quiet_tiles(cart, d, n);
                     if k > 0 {
                         self.skip_tiles(k);
                         n -= 8 * k;
@@ -463,18 +463,19 @@ impl Ppu {
     /// the owed dots (perf-notes #28). Bounds, the nearest wins:
     /// * VBL set/clear, and the clear of hit and overflow at 261/1: `dots_to_nmi_event`, less
     ///   one (the dot before VBL is where a read suppresses it);
-    /// * sprite 0 hit (both layers shown, flag clear): on this line from pixel `spr_x[0]`
-    ///   (dot `spr_x[0] + 1`) when unit 0 holds sprite 0, its row here has an opaque pixel
-    ///   and its last pixel (dot `spr_x[0] + 8`) is still to come, else the next line's dot 1;
+    /// * sprite 0 hit (both layers shown, flag clear): `dots_to_hit`, the hit's own dot where
+    ///   the pattern rows under sprite 0 give it (perf-notes #50), else the first dot it may
+    ///   come on;
     /// * sprite overflow (flag clear): dots 65-256 of a visible line, unless this line's
     ///   evaluation is done or cannot fill secondary OAM (it starts aligned, OAMADDR & 3 = 0,
     ///   and fewer than 8 sprites are in range: only after 8 hits does the scan read other
     ///   bytes as Y; or, under way, too few of the sprites it has still to read are in
-    ///   range: `eval_cannot_fill`); the next line's from dot 65.
+    ///   range: `eval_cannot_fill`); the next line's from dot 65, unless no line up to where
+    ///   the other bounds fall can overflow (`no_overflow_through`).
     ///
     /// Register writes that change any of this (`$2000`/`$2001`/`$2003`/`$2004`, OAM DMA)
     /// catch the PPU up first, so the bound holds until the next catch-up.
-    pub(crate) fn dots_to_status_change(&mut self) -> u32 {
+    pub(crate) fn dots_to_status_change(&mut self, cart: &Cart) -> u32 {
         const LINE: u32 = DOTS_PER_LINE as u32;
         // A read on the dot before VBL suppresses it, which `cpu_read` detects from the
         // PPU's own position: that dot needs the catch-up too.
@@ -490,15 +491,7 @@ impl Ppu {
         let next_line = |dot2: u32| LINE - d + dot2 - skip;
         let both = MASK_BG | MASK_SPRITE;
         if self.status & STATUS_SPRITE0 == 0 && self.mask & both == both {
-            let first = self.spr_x[0] as u32 + 1;
-            // Sprite 0's row on this line, with no opaque pixel, cannot hit either.
-            let row = self.spr_lo[0] | self.spr_hi[0];
-            let hit = if self.scanline < 240 && d < 257 && d < first + 7 && self.spr_zero && row != 0 && first <= 255 {
-                first.max(d + 1) - d
-            } else {
-                next_line(1)
-            };
-            dist = dist.min(hit);
+            dist = dist.min(self.dots_to_hit(cart, next_line(0)));
         }
         if self.status & STATUS_OVERFLOW == 0 {
             let this_line_done = self.scanline >= 240
@@ -511,7 +504,10 @@ impl Ppu {
                     self.in_range[self.scanline as usize].count_ones() < 8
                 });
             let overflow = if this_line_done { next_line(65) } else { 65u32.max(d + 1) - d };
-            dist = dist.min(overflow);
+            // Past the next line while no line up to where the bound falls can overflow.
+            if overflow < dist && !(this_line_done && self.no_overflow_through(self.scanline as u32 + (d + dist) / LINE)) {
+                dist = overflow;
+            }
         }
         dist
     }
@@ -701,32 +697,38 @@ impl Ppu {
     /// Coarse X increment, wrapping into the horizontally adjacent nametable.
     #[inline(always)]
     fn increment_x(&mut self) {
-        if self.v & 0x001f == 31 {
-            self.v = (self.v & !0x001f) ^ 0x0400;
-        } else {
-            self.v += 1;
-        }
+        self.v = v_increment_x(self.v);
     }
 
-    /// Fine Y increment, carrying into coarse Y (29 wraps to the vertical neighbour; 31 wraps
-    /// to 0 without switching, the "attribute rows" quirk).
+    /// Fine Y increment (`v_increment_y`).
     #[inline(always)]
     fn increment_y(&mut self) {
-        if self.v & 0x7000 != 0x7000 {
-            self.v += 0x1000;
-        } else {
-            self.v &= !0x7000;
-            let mut y = (self.v & 0x03e0) >> 5;
-            if y == 29 {
-                y = 0;
-                self.v ^= 0x0800;
-            } else if y == 31 {
-                y = 0;
-            } else {
-                y += 1;
-            }
-            self.v = (self.v & !0x03e0) | (y << 5);
-        }
+        self.v = v_increment_y(self.v);
+    }
+}
+
+/// `v` one tile right: coarse X + 1, wrapping into the horizontally adjacent nametable.
+#[inline(always)]
+fn v_increment_x(v: u16) -> u16 {
+    if v & 0x001f == 31 {
+        (v & !0x001f) ^ 0x0400
+    } else {
+        v + 1
+    }
+}
+
+/// `v` one line down: fine Y + 1, carrying into coarse Y (29 wraps to the vertical neighbour;
+/// 31 wraps to 0 without switching, the "attribute rows" quirk).
+#[inline(always)]
+fn v_increment_y(v: u16) -> u16 {
+    if v & 0x7000 != 0x7000 {
+        return v + 0x1000;
+    }
+    let v = v & !0x7000;
+    match (v & 0x03e0) >> 5 {
+        29 => (v & !0x03e0) ^ 0x0800,
+        31 => v & !0x03e0,
+        y => (v & !0x03e0) | ((y + 1) << 5),
     }
 }
 
