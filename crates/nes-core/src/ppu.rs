@@ -359,7 +359,11 @@ impl Ppu {
                 if d <= 64 && (!self.line_draws() || self.line_misses(cart)) && !cart.watches_ppu_bus() {
                     if self.scanline < 240 && n >= 341 - d as u32 {
                         n -= 341 - d as u32;
+                        let empty = self.oam_addr == 0 && self.in_range_of(self.scanline) == 0;
                         self.line_whole(cart, n >= 341);
+                        if empty {
+                            n -= self.skip_empty_lines(n);
+                        }
                         continue;
                     }
                     if self.scanline < 240 && n >= 256 - d as u32
@@ -497,12 +501,7 @@ impl Ppu {
             let this_line_done = self.scanline >= 240
                 || d >= 256
                 || (d >= 65 && (self.eval_done || self.eval_cannot_fill()))
-                || (d < 65 && self.oam_addr & 3 == 0 && {
-                    if !self.in_range_valid {
-                        self.build_in_range();
-                    }
-                    self.in_range[self.scanline as usize].count_ones() < 8
-                });
+                || (d < 65 && self.oam_addr & 3 == 0 && self.in_range_of(self.scanline).count_ones() < 8);
             let overflow = if this_line_done { next_line(65) } else { 65u32.max(d + 1) - d };
             // Past the next line while no line up to where the bound falls can overflow.
             if overflow < dist && !(this_line_done && self.no_overflow_through(self.scanline as u32 + (d + dist) / LINE)) {

@@ -329,6 +329,39 @@ impl Ppu {
         self.dot_clock += 85;
     }
 
+    /// After a whole line with no sprite in range, scanned from OAMADDR 0 (`line_whole`, the
+    /// line now at dot 0): the lines after it with none in range either, each followed by
+    /// another line in the same batch and before line 239 (which always prefetches), would
+    /// each take `line_whole`'s cheap path and leave everything as this one did (secondary
+    /// OAM, the evaluation's state, the sprite units, OAMADDR 0: none depends on the line) but
+    /// `v`, the line and the clock. Nothing draws on them (no sprite in range, and no pixel
+    /// output: the caller's test). Runs them at once (perf-notes #51, the kernels' #128) and
+    /// returns the dots they took.
+    pub(super) fn skip_empty_lines(&mut self, n: u32) -> u32 {
+        let line = self.scanline as u32;
+        if line >= 239 || self.in_range_of(self.scanline) != 0 {
+            return 0;
+        }
+        let stop = (line + 1..239).find(|&l| self.in_range[l as usize] != 0).unwrap_or(239);
+        // Each line must have a whole line after it in the batch.
+        let k = (stop - line).min((n / 341).saturating_sub(1));
+        let h = self.t & 0x041f;
+        for _ in 0..k {
+            self.v = v_increment_x(v_increment_x((v_increment_y(self.v) & !0x041f) | h));
+        }
+        self.scanline += k as u16;
+        self.dot_clock += 341 * k as u64;
+        341 * k
+    }
+
+    /// The sprites in range of visible line `line` (`in_range`, rebuilt if stale).
+    pub(super) fn in_range_of(&mut self, line: u16) -> u64 {
+        if !self.in_range_valid {
+            self.build_in_range();
+        }
+        self.in_range[line as usize]
+    }
+
     /// What a horizontal blank does besides its reads: coarse X and the horizontal nametable
     /// from `t` (dot 257), the next line's sprite units from secondary OAM (all 8 positions
     /// and attributes; the pattern bytes are `hblank_fast`'s), OAMADDR cleared.
@@ -1204,9 +1237,6 @@ impl Ppu {
         if line >= 240 || (self.dot >= 320 && self.oam_addr != 0) {
             return false;
         }
-        if !self.in_range_valid {
-            self.build_in_range();
-        }
-        (line + 1..=last.min(239)).all(|l| self.in_range[l as usize].count_ones() < 8)
+        (line + 1..=last.min(239)).all(|l| self.in_range_of(l as u16).count_ones() < 8)
     }
 }

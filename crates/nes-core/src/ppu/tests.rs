@@ -952,6 +952,37 @@ fn the_status_bound_leaves_the_closed_form_where_it_does_not_hold() {
     assert!(ppu.dots_to_status_change(&cart) <= overflow);
 }
 
+#[test]
+fn empty_lines_are_run_at_once_only_after_an_empty_line() {
+    // Sprite 0 (Y 100) has only its last row opaque: it shows that row on line 108, which no
+    // sprite is in range of (line 107's evaluation put it in unit 0), over a background opaque
+    // on that line alone (row 4 of its tiles). A batch that runs line 107 whole must not go on
+    // to run the empty lines after it at once (`skip_empty_lines`): the skipped line's hit
+    // would be lost, and the sprite units the skip leaves would show sprite 0 again on the
+    // next line, where the background is transparent (perf-notes #51).
+    let (mut ppu, mut cart) = warm();
+    for a in 0..8u16 {
+        cart.ppu_write(0x10 + a, if a == 7 { 0xff } else { 0 }, 0); // tile 1: its last row
+        cart.ppu_write(0x20 + a, if a == 4 { 0xff } else { 0 }, 0); // tile 2: row 4
+    }
+    for a in 0x2000..0x2800u16 {
+        cart.ppu_write(a, 2, 0);
+    }
+    ppu.oam.fill(0xff);
+    ppu.oam[..4].copy_from_slice(&[100, 1, 0, 80]);
+    ppu.in_range_valid = false;
+    (ppu.ctrl, ppu.t, ppu.x, ppu.mask) = (0, 0, 0, 0x1e);
+    ppu.render_pixels = false;
+    run_to(&mut ppu, &mut cart, 107, 0);
+    let (mut batched, mut cart2) = (ppu.clone(), cart.clone());
+    batched.run(5 * 341, &mut cart2);
+    for _ in 0..5 * 341 {
+        ppu.tick(&mut cart);
+    }
+    assert_ne!(ppu.status & STATUS_SPRITE0, 0, "ticking hits on line 108");
+    assert_eq!(saved(&batched), saved(&ppu));
+}
+
 /// Asks `dots_to_status_change` on every dot of `dots` and checks each answer against the first
 /// change of bits 5-7 that follows it (never late); `poke` may move OAMADDR before a dot (a
 /// `$2003` write, which the bus catches the PPU up for first). Returns the changes seen.
