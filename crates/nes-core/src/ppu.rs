@@ -477,8 +477,9 @@ impl Ppu {
     ///   range: `eval_cannot_fill`); the next line's from dot 65, unless no line up to where
     ///   the other bounds fall can overflow (`no_overflow_through`).
     ///
-    /// Register writes that change any of this (`$2000`/`$2001`/`$2003`/`$2004`, OAM DMA)
-    /// catch the PPU up first, so the bound holds until the next catch-up.
+    /// Writes that change any of this (the PPU's registers, `$2005`-`$2007` for the scroll,
+    /// nametables and patterns under sprite 0 included; OAM DMA; the mapper's banks and
+    /// mirroring) catch the PPU up first, so the bound holds until the next catch-up.
     pub(crate) fn dots_to_status_change(&mut self, cart: &Cart) -> u32 {
         const LINE: u32 = DOTS_PER_LINE as u32;
         // A read on the dot before VBL suppresses it, which `cpu_read` detects from the
@@ -504,7 +505,8 @@ impl Ppu {
                 || (d < 65 && self.oam_addr & 3 == 0 && self.in_range_of(self.scanline).count_ones() < 8);
             let overflow = if this_line_done { next_line(65) } else { 65u32.max(d + 1) - d };
             // Past the next line while no line up to where the bound falls can overflow.
-            if overflow < dist && !(this_line_done && self.no_overflow_through(self.scanline as u32 + (d + dist) / LINE)) {
+            let last = self.scanline as u32 + (d + dist) / LINE;
+            if overflow < dist && !(this_line_done && self.no_overflow_through(last)) {
                 dist = overflow;
             }
         }

@@ -165,10 +165,10 @@ impl Ppu {
     /// output a batch of `n` dots can run as [`Self::skip_tiles`] (perf-notes #41): tiles whose
     /// pixels cannot matter, i.e. all of them, or those before sprite 0's while its hit can
     /// still come (`line_draws`, unless `line_misses`: then the tiles from `spr_x[0] - 6` to
-    /// `spr_x[0] + 8` are drawn), each followed in the batch by three real tiles. A tile's pixels read what the
-    /// two tiles before it fetched, and after three real tiles the shifters and latches hold
-    /// nothing a skipped tile left (the last three tiles of a line always run, as in
-    /// `line_fast`), so the state is exact wherever the batch ends.
+    /// `spr_x[0] + 8` are drawn), each followed in the batch by three real tiles. A tile's
+    /// pixels read what the two tiles before it fetched, and after three real tiles the
+    /// shifters and latches hold nothing a skipped tile left (the last three tiles of a line
+    /// always run, as in `line_fast`), so the state is exact wherever the batch ends.
     pub(super) fn quiet_tiles(&self, cart: &Cart, d: u16, n: u32) -> u32 {
         let d = d as u32;
         let mut end = 232;
@@ -1220,7 +1220,8 @@ impl Ppu {
             v = v_increment_y(v);
         }
         for l in from..=to {
-            let x = self.hit_pixel(cart, (v & !0x041f) | (self.t & 0x041f), 0, self.sprite0_row_opaque(cart, l), self.oam[3] as u32);
+            let row = self.sprite0_row_opaque(cart, l);
+            let x = self.hit_pixel(cart, (v & !0x041f) | (self.t & 0x041f), 0, row, self.oam[3] as u32);
             if x < 256 {
                 return (l - line) * LINE - d + x + 1;
             }

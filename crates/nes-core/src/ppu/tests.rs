@@ -742,7 +742,15 @@ fn random_scene(rng: &mut Rng, case: usize) -> (Ppu, Cart) {
 /// (the bus's catch-up; half of them up to `longest` dots, half up to 20); all saved state and
 /// pixels must agree at every batch end. With `writes`, a third of the batch ends also write to
 /// both as the CPU could (`write_between_batches`).
-fn batches_match_ticks(case: usize, mut ppu: Ppu, mut cart: Cart, rng: &mut Rng, dots: u32, longest: u32, writes: bool) {
+fn batches_match_ticks(
+    case: usize,
+    mut ppu: Ppu,
+    mut cart: Cart,
+    rng: &mut Rng,
+    dots: u32,
+    longest: u32,
+    writes: bool,
+) {
     let mut batched = ppu.clone();
     let mut cart2 = cart.clone();
     let mut left = dots;
@@ -839,7 +847,8 @@ fn running_lines_where_sprite_0_misses_in_batches_matches_ticking_them_with_writ
     let mut rng = Rng(0x68e3_1da4_b1a5_8f13);
     for case in 0..12 {
         let (ppu, cart) = sprite_zero_scene(&mut rng, case);
-        batches_match_ticks(case, ppu, cart, &mut rng, 2 * 89_342, if case % 4 < 2 { 120 } else { 3000 }, case % 2 == 1);
+        let longest = if case % 4 < 2 { 120 } else { 3000 };
+        batches_match_ticks(case, ppu, cart, &mut rng, 2 * 89_342, longest, case % 2 == 1);
     }
 }
 
