@@ -473,6 +473,26 @@ impl Cart {
         self.chr_peek(addr)
     }
 
+    /// The 1 KiB of nametable RAM the PPU sees at `addr` ($2000-$2FFF), for a run of reads
+    /// there without the address on the bus (the caller puts them on it: `ppu_addr`).
+    #[inline(always)]
+    pub(crate) fn nametable_page(&self, addr: u16) -> &[u8] {
+        let base = self.nametable_offset(addr & !0x3ff);
+        &self.ciram[base..base + 0x400]
+    }
+
+    /// The 1 KiB CHR bank the PPU sees at `addr` ($0000-$1FFF), as `nametable_page`.
+    #[inline(always)]
+    pub(crate) fn chr_bank(&self, addr: u16) -> &[u8] {
+        let base = self.chr_offset(addr & !0x3ff);
+        if self.chr_is_ram {
+            let base = base & (CHR_RAM_SIZE - 1);
+            &self.chr_ram[base..base + 0x400]
+        } else {
+            &self.chr_rom[base..base + 0x400]
+        }
+    }
+
     /// A side-effect-free read of the nametable byte the PPU would see at `addr` ($2000-$2FFF).
     pub fn nametable_peek(&self, addr: u16) -> u8 {
         self.ciram[self.nametable_offset(addr)]

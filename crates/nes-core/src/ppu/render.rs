@@ -129,15 +129,25 @@ impl Ppu {
             self.draw_tile(d0 - 1);
         }
         // Fetches of dots d0, d0+2, d0+4, d0+6 (v and the nametable latch are fixed until
-        // the coarse X increment on d0+7).
-        self.nt_latch = cart.ppu_read_nt(0x2000 | (self.v & 0x0fff), clock);
+        // the coarse X increment on d0+7). Both nametable bytes lie in one 1 KiB page and both
+        // pattern planes in one 1 KiB bank, each looked up once (perf-notes #52); a board that
+        // watches the PPU bus sees the four addresses afterwards, in order, each with its
+        // dot's clock (what it does with them changes nothing a fetch reads).
         let v = self.v;
-        let addr = 0x23c0 | (v & 0x0c00) | ((v >> 4) & 0x38) | ((v >> 2) & 0x07);
-        let byte = cart.ppu_read_nt(addr, clock + 2);
-        self.at_latch = (byte >> (((v >> 4) & 4) | (v & 2))) & 3;
+        let nt_addr = 0x2000 | (v & 0x0fff);
+        let at_addr = 0x23c0 | (v & 0x0c00) | ((v >> 4) & 0x38) | ((v >> 2) & 0x07);
+        let page = cart.nametable_page(nt_addr);
+        self.nt_latch = page[nt_addr as usize & 0x3ff];
+        self.at_latch = (page[at_addr as usize & 0x3ff] >> (((v >> 4) & 4) | (v & 2))) & 3;
         let pat = self.bg_pattern_addr();
-        self.pat_lo_latch = cart.ppu_read_chr(pat, clock + 4);
-        self.pat_hi_latch = cart.ppu_read_chr(pat + 8, clock + 6);
+        let bank = cart.chr_bank(pat);
+        self.pat_lo_latch = bank[pat as usize & 0x3ff];
+        self.pat_hi_latch = bank[(pat as usize & 0x3ff) + 8];
+        if cart.watches_ppu_bus() {
+            for (i, addr) in [nt_addr, at_addr, pat, pat + 8].into_iter().enumerate() {
+                cart.ppu_addr(addr, clock + 2 * i as u64);
+            }
+        }
         self.bg_lo <<= 7;
         self.bg_hi <<= 7;
         self.at_lo <<= 7;

@@ -790,6 +790,63 @@ fn running_dots_with_rendering_off_in_batches_matches_ticking_them_one_by_one() 
     }
 }
 
+#[test]
+fn running_tiles_in_batches_on_an_mmc3_board_clocks_its_counter_as_ticking_does() {
+    // MMC3 counts rises of PPU A12. With the background at $1000 and sprites at $0000 every
+    // tile's pattern fetch raises it after the sprite fetches' low period, so the batch paths
+    // (`render_tile`, whose fetches read first and then put the four addresses on the bus:
+    // perf-notes #52) must show the board each address at its own dot, as ticking does.
+    // Random batches against ticks over two frames, the board's state compared too.
+    let mut rom = alloc::vec![0u8; 16 + 0x8000];
+    rom[0..4].copy_from_slice(b"NES\x1a");
+    rom[4] = 2; // 32 KiB of PRG, CHR RAM
+    rom[6] = 0x40; // mapper 4
+    let mut rng = Rng(0x3243_f6a8_885a_308d);
+    for case in 0..4 {
+        let mut cart = Cart::from_ines(&rom).unwrap();
+        let mut ppu = Ppu::new();
+        while ppu.warming_up {
+            ppu.tick(&mut cart);
+        }
+        for a in 0..0x2800u16 {
+            cart.ppu_write(a, rng.next() as u8, 0);
+        }
+        for b in ppu.oam.iter_mut() {
+            *b = rng.next() as u8;
+        }
+        ppu.in_range_valid = false;
+        // IRQ every 3 + case lines, enabled.
+        for (addr, v) in [(0xc000, 3 + case as u8), (0xc001, 0), (0xe001, 0)] {
+            cart.cpu_write(addr, v, 0);
+        }
+        ppu.ctrl = CTRL_BG_TABLE;
+        ppu.mask = 0x1e;
+        ppu.render_pixels = case % 2 == 0;
+        let (mut batched, mut cart2) = (ppu.clone(), cart.clone());
+        let mut left = 2 * 89_342u32;
+        while left > 0 {
+            let n = (1 + rng.next() % if rng.next() & 1 != 0 { 700 } else { 20 }).min(left);
+            for _ in 0..n {
+                ppu.tick(&mut cart);
+            }
+            batched.run(n, &mut cart2);
+            left -= n;
+            let at = (ppu.scanline, ppu.dot);
+            assert_eq!(saved(&batched), saved(&ppu), "case {case}: the PPU at {at:?}");
+            assert_eq!(saved_cart(&cart2), saved_cart(&cart), "case {case}: the board at {at:?}");
+        }
+    }
+}
+
+fn saved_cart(cart: &Cart) -> alloc::vec::Vec<u8> {
+    let mut buf = alloc::vec![0u8; 1 << 16];
+    let mut w = StateWriter::new(&mut buf);
+    cart.save(&mut w);
+    let len = w.len();
+    buf.truncate(len);
+    buf
+}
+
 /// A write the CPU could make between two catch-ups, drawn from `rng`: `v` and `t` (a `$2006`
 /// pair), fine X (a first `$2005` write), or a byte of the nametables or the patterns (a
 /// `$2007` write): after it the tiles a line already fetched no longer show what `v` and memory
