@@ -481,7 +481,8 @@ impl Cart {
         &self.ciram[base..base + 0x400]
     }
 
-    /// The 1 KiB CHR bank the PPU sees at `addr` ($0000-$1FFF), as `nametable_page`.
+    /// The 1 KiB CHR bank the PPU sees at `addr` ($0000-$1FFF), as `nametable_page` (the
+    /// mappers map whole 1 KiB banks: `chr_map` holds multiples of 0x400).
     #[inline(always)]
     pub(crate) fn chr_bank(&self, addr: u16) -> &[u8] {
         let base = self.chr_offset(addr & !0x3ff);
@@ -495,19 +496,14 @@ impl Cart {
 
     /// A side-effect-free read of the nametable byte the PPU would see at `addr` ($2000-$2FFF).
     pub fn nametable_peek(&self, addr: u16) -> u8 {
-        self.ciram[self.nametable_offset(addr)]
+        self.nametable_page(addr)[addr as usize & 0x3ff]
     }
 
     /// A side-effect-free read of the pattern byte the PPU would see at `addr` ($0000-$1FFF):
     /// `ppu_read_chr` without the address on the bus.
     #[inline]
     pub(crate) fn chr_peek(&self, addr: u16) -> u8 {
-        let off = self.chr_offset(addr);
-        if self.chr_is_ram {
-            self.chr_ram[off & (CHR_RAM_SIZE - 1)]
-        } else {
-            self.chr_rom[off]
-        }
+        self.chr_bank(addr)[addr as usize & 0x3ff]
     }
 
     /// The 2 KiB of console nametable RAM (a debug view for test runners).

@@ -356,7 +356,7 @@ impl Ppu {
         while n > 0 {
             if n >= 8 && self.dot & 7 == 0 && self.rendering() && self.on_render_line() {
                 let d = self.dot;
-                if d <= 64 && (!self.line_draws() || self.line_misses(cart)) && !cart.watches_ppu_bus() {
+                if d <= 64 && !self.line_draws(cart) && !cart.watches_ppu_bus() {
                     if self.scanline < 240 && n >= 341 - d as u32 {
                         n -= 341 - d as u32;
                         let empty = self.oam_addr == 0 && self.in_range_of(self.scanline) == 0;

@@ -174,15 +174,15 @@ impl Ppu {
     /// How many tiles from the tile boundary `d` (< 232) of a visible line without pixel
     /// output a batch of `n` dots can run as [`Self::skip_tiles`] (perf-notes #41): tiles whose
     /// pixels cannot matter, i.e. all of them, or those before sprite 0's while its hit can
-    /// still come (`line_draws`, unless `line_misses`: then the tiles from `spr_x[0] - 6` to
-    /// `spr_x[0] + 8` are drawn), each followed in the batch by three real tiles. A tile's
+    /// still come (`line_draws`: then the tiles from `spr_x[0] - 6` to `spr_x[0] + 8` are
+    /// drawn), each followed in the batch by three real tiles. A tile's
     /// pixels read what the two tiles before it fetched, and after three real tiles the
     /// shifters and latches hold nothing a skipped tile left (the last three tiles of a line
     /// always run, as in `line_fast`), so the state is exact wherever the batch ends.
     pub(super) fn quiet_tiles(&self, cart: &Cart, d: u16, n: u32) -> u32 {
         let d = d as u32;
         let mut end = 232;
-        if self.line_draws() && !self.line_misses(cart) {
+        if self.line_draws(cart) {
             let first = 8 * (self.spr_x[0] as u32 >> 3) + 1; // the first tile start under sprite 0
             if d < first + 8 {
                 end = if first >= d + 17 { first - 17 } else { d };
@@ -267,18 +267,20 @@ impl Ppu {
         self.dot_clock = clock + 7;
     }
 
-    /// Whether any pixel of this line can still matter: output is on, or sprite 0 may hit.
+    /// Whether any pixel of this line, from the tile boundary `dot` on, can still matter:
+    /// output is on, or sprite 0 may hit and does not miss on all of it (`line_misses`).
     #[inline(always)]
-    pub(super) fn line_draws(&self) -> bool {
+    pub(super) fn line_draws(&self, cart: &Cart) -> bool {
         self.render_pixels
             || (self.spr_zero
                 && self.status & STATUS_SPRITE0 == 0
-                && self.mask & (MASK_BG | MASK_SPRITE) == (MASK_BG | MASK_SPRITE))
+                && self.mask & (MASK_BG | MASK_SPRITE) == (MASK_BG | MASK_SPRITE)
+                && !self.line_misses(cart))
     }
 
     /// Dots `dot+1 ..= 256` of a rendering line (from a tile boundary at dots 0-64 of a
     /// visible line, or dot 8 of the pre-render line) when no pixel of it matters
-    /// (`!line_draws()`) and no board watches the PPU bus. The tiles before 233 then leave
+    /// (`!line_draws`) and no board watches the PPU bus. The tiles before 233 then leave
     /// nothing behind but coarse X: every byte they fetch is overwritten in the latches by tile
     /// 249 and shifted out of the 16-bit shifters by dot 256 (tiles 233 and 241 are what the
     /// shifters hold there), so only the last three tiles run.
@@ -1172,14 +1174,13 @@ impl Ppu {
         }
     }
 
-    /// Whether sprite 0, in unit 0 on this visible line and able to hit (`line_draws` with no
-    /// pixel output), misses on all of it: from a tile boundary `dot`, with the tiles under it
-    /// still to be fetched (tile 2 + dot / 8 is the next). Such a line can run as one that
-    /// draws nothing.
-    pub(super) fn line_misses(&self, cart: &Cart) -> bool {
+    /// Whether sprite 0, in unit 0 on this visible line and able to hit, misses on all of it:
+    /// from a tile boundary `dot`, with the tiles under it still to be fetched (tile 2 + dot / 8
+    /// is the next; one fetched already may show what a write since has changed). Such a line
+    /// can run as one that draws nothing (`line_draws`).
+    fn line_misses(&self, cart: &Cart) -> bool {
         let (sx, j_v) = (self.spr_x[0] as u32, 2 + (self.dot as u32 >> 3));
-        !self.render_pixels
-            && (sx + self.x as u32) >> 3 >= j_v
+        (sx + self.x as u32) >> 3 >= j_v
             && self.hit_pixel(cart, self.v, j_v, (self.spr_lo[0] | self.spr_hi[0]) as u32, sx) == 256
     }
 
