@@ -49,7 +49,9 @@
 //! `WARP_PARTS=1` (any mode) each frame's slowest and mean block when the frame runs in the
 //! kernel's 12 parts (`WARP_NPARTS` for another count) with a block barrier after each
 //! (`block_parts_costs`; with `WARP_ALONE=1` also the slowest block's rounds run by one thread
-//! alone and by every thread left together, `slowest_block_alone`), and with
+//! alone and by every thread left together, `slowest_block_alone`; with `WARP_SLACK=S` also
+//! the same blocks when a warp may run S parts ahead of the block's slowest, `block_slack_cost`),
+//! and with
 //! `WARP_SPLIT=1` the frame in the kernel's 12 parts with a block barrier after each
 //! (`parts_cost`) against the same frame cut in two launches with the envs regrouped between them
 //! (`split_cost`; docs/kernel-notes.md, "Regrouping inside a frame"). With `frame` and
@@ -271,6 +273,34 @@ fn parts_cost(traces: &[Vec<Slot>], cycles: &[Vec<u64>], from: u64, to: u64) -> 
         worst = worst.max(sum);
     }
     worst
+}
+
+/// The slack's count of parts (`WARP_SLACK`, default 0: the kernel's barrier after each part).
+fn slack() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::env::var("WARP_SLACK").ok().and_then(|v| v.parse().ok()).unwrap_or(0))
+}
+
+/// `parts_cost` of one block with a barrier that lets a warp run `slack()` parts ahead: warp w
+/// starts part p once it has finished part p - 1 and every warp of the block has finished part
+/// p - 1 - slack (0: a barrier after each part, as the kernel; with a slack of one, an
+/// arrive-and-wait barrier that a warp passes at part p's end and waits on before part p + 2).
+/// A round is a unit of time whatever the other warps do.
+fn block_slack_cost(tb: &[Vec<Slot>], cb: &[Vec<u64>]) -> u64 {
+    let warps = tb.len().div_ceil(WARP);
+    let np = parts() as usize;
+    let mut finish = vec![vec![0u64; np]; warps];
+    let mut all_done = vec![0u64; np];
+    for p in 0..np {
+        let slices = part_slices(tb, cb, p as u64);
+        for (w, ws) in slices.chunks(WARP).enumerate() {
+            let own = if p > 0 { finish[w][p - 1] } else { 0 };
+            let gate = if p > slack() { all_done[p - 1 - slack()] } else { 0 };
+            finish[w][p] = own.max(gate) + vote_cost(ws, |s| (s.sp as u32) << 16 | s.pc as u32);
+        }
+        all_done[p] = (0..warps).map(|w| finish[w][p]).max().unwrap_or(0);
+    }
+    all_done[np - 1]
 }
 
 /// `parts_cost` of the whole frame for every block: the slowest block's (the launch's length) and
@@ -588,6 +618,12 @@ fn main() {
             if std::env::var_os("WARP_PARTS").is_some() {
                 let (worst, mean) = block_parts_costs(&traces, &cycles);
                 eprintln!("step {step} frame {f}: the frame in {} parts, blocks of {BLOCK_WARPS} warps: slowest block {worst} rounds, mean block {mean:.0}", parts());
+                if std::env::var_os("WARP_SLACK").is_some() {
+                    let block = BLOCK_WARPS * WARP;
+                    let costs: Vec<u64> = traces.chunks(block).zip(cycles.chunks(block)).map(|(t, c)| block_slack_cost(t, c)).collect();
+                    let mean = costs.iter().sum::<u64>() as f64 / costs.len().max(1) as f64;
+                    eprintln!("step {step} frame {f}: with a slack of {} parts: slowest block {} rounds, mean block {mean:.0}", slack(), costs.iter().max().unwrap_or(&0));
+                }
                 if std::env::var_os("WARP_ALONE").is_some() {
                     let (rounds, lone, together) = slowest_block_alone(&traces, &cycles);
                     eprintln!("step {step} frame {f}: the slowest block's {rounds} rounds: {lone} with one thread left alone, {together} with every thread left together");
