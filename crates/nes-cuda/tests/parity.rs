@@ -290,6 +290,43 @@ fn the_quiet_path_rom_runs_identically() {
     }
 }
 
+/// An NROM program without PRG RAM (an NES 2.0 header that declares none), so $6000-$7FFF is
+/// open bus: from $8012 (the mirror of $C012) a taken `BNE` crosses back into $7FFD. Its last
+/// read is the uncarried target, $80FD, whose byte ($E8, `INX`) is left on the bus; the CPU then
+/// fetches opcodes from open bus, runs that byte three times and reaches $8000 again (`JMP`
+/// back into the loop, which stores X and Y). A quiet path that left another byte on the bus
+/// (the one after the branch, $C8, `INY`) would count Y instead of X.
+fn branch_into_open_bus_rom() -> Vec<u8> {
+    let mut code = vec![0xeau8; 0x100];
+    #[rustfmt::skip]
+    let parts: [(usize, &[u8]); 5] = [
+        (0x000, &[0x4c, 0x20, 0xc0]),                         // $8000: JMP $C020
+        (0x003, &[0x78, 0xd8, 0xa2, 0xff, 0x9a,               // reset: SEI CLD LDX #$FF TXS
+                  0xa2, 0x00, 0xa0, 0x00, 0x4c, 0x10, 0x80]), // LDX #0 LDY #0 JMP $8010
+        (0x010, &[0xa9, 0x01, 0xd0, 0xe9, 0xc8]),             // $8010: LDA #1 BNE $7FFD; $C8
+        (0x020, &[0x86, 0x10, 0x84, 0x11, 0xe6, 0x12,         // STX $10 STY $11 INC $12
+                  0x4c, 0x10, 0x80]),                         // JMP $8010
+        (0x0fd, &[0xe8]),                                     // $80FD: the uncarried target
+    ];
+    for (at, bytes) in parts {
+        code[at..at + bytes.len()].copy_from_slice(bytes);
+    }
+    let mut rom = core_roms::nrom(&code, 0xc003, 0xc003);
+    rom[7] = 0x08; // NES 2.0: byte 10 (0) declares no PRG RAM
+    rom
+}
+
+#[test]
+fn a_branch_into_open_bus_runs_the_byte_its_last_read_left() {
+    let rom = branch_into_open_bus_rom();
+    let mut core = Console::new(&rom).unwrap();
+    core.run_frames(2);
+    assert!(core.ram()[0x12] > 0 && core.ram()[0x11] == 0, "the loop runs, counting X, not Y");
+    if let Err(e) = run_parity("branch into open bus", &rom, 300, 1, &random_buttons) {
+        panic!("{e}");
+    }
+}
+
 /// A UxROM program (four 16 KiB banks; the last fixed at $C000) whose subroutine at $BFFD, in
 /// the switchable bank, ends with an instruction that runs on into the fixed bank: bank 0's
 /// `LDA $0200` at $BFFE takes its high byte from $C000, bank 1's `LDA #$02` at $BFFF its operand.
