@@ -15,6 +15,13 @@
 //!   quiet threads share (`one_form`; docs/kernel-notes.md, "One quiet form a round");
 //! - `opcode`, `form`: the vote widened to the other quiet threads at the same opcode or form.
 //!
+//! With `SIMT_BLOCKS=1` the envs are ordered as the kernel's batch orders them (#179: by the
+//! count, then each block of 16 warps by the PC its last frame ended at), and each frame also
+//! prints, for the vote and the free schedule (patience 8, 64 and unlimited), the slowest and
+//! the mean block's critical path in rounds: with a block barrier after each part (the sum over
+//! parts of the block's slowest warp in it), and with one part of slack (a warp may start part
+//! p + 1 once every warp of its block has finished part p - 1; kernel-notes #187).
+//!
 //! Per warp-frame it prints the rounds, how many ran a full step, the distinct quiet forms and
 //! addressing modes a quiet round runs (what a table-driven interpreter serialises when threads
 //! differ), and a cost in warp instructions with the weights given below. A model, not a
@@ -346,6 +353,41 @@ fn free_picking(traces: &[Vec<Slot>], patience: u64, pick: impl Fn(&[Slot]) -> V
     t
 }
 
+const BLOCK_WARPS: usize = 16;
+
+/// Each warp's rounds in each part under `run` (the traces cut to one part at a time).
+fn part_rounds(traces: &[Vec<Slot>], run: &dyn Fn(&[Vec<Slot>]) -> Tally) -> Vec<Vec<u64>> {
+    traces
+        .chunks(WARP)
+        .map(|w| {
+            (0..PARTS as u8)
+                .map(|p| {
+                    let cut: Vec<Vec<Slot>> = w.iter().map(|t| t.iter().copied().filter(|s| s.part == p).collect()).collect();
+                    run(&cut).rounds
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A block's critical path in rounds from its warps' rounds a part: with a barrier after each
+/// part (`slack` 0), or with a warp free to start part p once every warp has finished part
+/// p - 1 - `slack`.
+fn block_path(rounds: &[Vec<u64>], slack: usize) -> u64 {
+    let parts = PARTS as usize;
+    let mut finish = vec![vec![0u64; parts]; rounds.len()];
+    let mut all = vec![0u64; parts];
+    for p in 0..parts {
+        for (w, r) in rounds.iter().enumerate() {
+            let own = if p > 0 { finish[w][p - 1] } else { 0 };
+            let gate = if p > slack { all[p - 1 - slack] } else { 0 };
+            finish[w][p] = own.max(gate) + r[p];
+        }
+        all[p] = finish.iter().map(|f| f[p]).max().unwrap_or(0);
+    }
+    all[parts - 1]
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let warps: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(16);
@@ -393,8 +435,14 @@ fn main() {
         let mut sums = vec![Tally::default(); policies.len()];
         let mut slowest = vec![Tally::default(); policies.len()];
         let (mut instr, mut longest, mut quiet) = (0u64, 0u64, 0u64);
-        for _ in 0..4 {
+        let blocks = std::env::var_os("SIMT_BLOCKS").is_some();
+        for f in 0..4 {
             envs.sort_by_key(|e| e.1);
+            if blocks {
+                for b in envs.chunks_mut(BLOCK_WARPS * WARP) {
+                    b.sort_by_key(|e| e.0.cpu.pc);
+                }
+            }
             let traces: Vec<Vec<Slot>> = envs.iter_mut().map(|(c, _)| traced_frame(c)).collect();
             for ((_, count), t) in envs.iter_mut().zip(&traces) {
                 *count = t.len() as u64;
@@ -403,6 +451,24 @@ fn main() {
             }
             for w in traces.chunks(WARP) {
                 longest += w.iter().map(|t| t.len() as u64).max().unwrap_or(0);
+            }
+            if blocks {
+                for name in ["vote", "free 8", "free 64", "free inf"] {
+                    let run_one = |w: &[Vec<Slot>]| match name {
+                        "vote" => vote(w),
+                        "free 8" => free(w, 8),
+                        "free 64" => free(w, 64),
+                        _ => free(w, u64::MAX),
+                    };
+                    let rounds = part_rounds(&traces, &run_one);
+                    let mut cells = Vec::new();
+                    for slack in [0, 1] {
+                        let paths: Vec<u64> = rounds.chunks(BLOCK_WARPS).map(|b| block_path(b, slack)).collect();
+                        let mean = paths.iter().sum::<u64>() as f64 / paths.len() as f64;
+                        cells.push(format!("slack {slack}: slowest block {} mean {mean:.0}", paths.iter().max().unwrap()));
+                    }
+                    eprintln!("step {step} frame {f} {name}: {}", cells.join("; "));
+                }
             }
             for (k, name) in policies.iter().enumerate() {
                 let per_warp: Vec<Tally> = traces.chunks(WARP).map(|w| run(name, w)).collect();
