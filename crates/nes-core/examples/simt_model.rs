@@ -13,7 +13,9 @@
 //!   quiet form (`f`) or one form and addressing mode (`fm`) a round, so the table-driven body
 //!   does not diverge inside a round: the lowest-(stack, PC) quiet thread's, or the one most
 //!   quiet threads share (`one_form`; docs/kernel-notes.md, "One quiet form a round");
-//! - `opcode`, `form`: the vote widened to the other quiet threads at the same opcode or form.
+//! - `opcode`, `form`: the vote widened to the other quiet threads at the same opcode or form;
+//! - `class K`: the free schedule with a patience of K, but only one class of quiet form a
+//!   round (memory or control: `one_class`), as a straight body split in two halves would run.
 //!
 //! With `SIMT_BLOCKS=1` the envs are ordered as the kernel's batch orders them (#179: by the
 //! count, then each block of 16 warps by the PC its last frame ended at), and each frame also
@@ -308,6 +310,17 @@ fn one_form(traces: &[Vec<Slot>], modes: bool, majority: bool) -> Tally {
     })
 }
 
+/// The free schedule with one class of quiet form a round, the lowest-(stack, PC) quiet thread's:
+/// memory (reads, writes, read-modify-writes, implied) or control (branches, jumps, calls,
+/// returns, pushes, pulls), as a straight body split in two halves would run one half a round.
+fn one_class(traces: &[Vec<Slot>], patience: u64) -> Tally {
+    let control = |op: u8| matches!(form(op), 5..=11);
+    free_picking(traces, patience, |quiet| {
+        let lead = quiet.iter().min_by_key(|s| s.key()).unwrap();
+        quiet.iter().map(|s| control(s.op) == control(lead.op)).collect()
+    })
+}
+
 /// The free schedules: each round the quiet threads `pick` keeps (given their next
 /// instructions, never none of them) run; the full steps wait as described at the top.
 fn free_picking(traces: &[Vec<Slot>], patience: u64, pick: impl Fn(&[Slot]) -> Vec<bool>) -> Tally {
@@ -398,8 +411,9 @@ fn main() {
     let mut envs: Vec<(Console, u64)> = (0..n).map(|_| (boot.clone(), 0)).collect();
     let mut rngs: Vec<Rng> = (0..n).map(Rng::for_env).collect();
     let last = steps.iter().copied().max().unwrap_or(0);
-    let policies: [&str; 10] =
-        ["vote", "opcode", "form", "free 0", "free 8", "free inf", "lead f", "lead fm", "major f", "major fm"];
+    let policies: [&str; 12] = [
+        "vote", "opcode", "form", "free 0", "free 8", "free inf", "lead f", "lead fm", "major f", "major fm", "class 8", "class 64",
+    ];
     let run = |name: &str, w: &[Vec<Slot>]| match name {
         "vote" => vote(w),
         "opcode" => widened(w, |a, b| a == b),
@@ -410,6 +424,8 @@ fn main() {
         "lead fm" => one_form(w, true, false),
         "major f" => one_form(w, false, true),
         "major fm" => one_form(w, true, true),
+        "class 8" => one_class(w, 8),
+        "class 64" => one_class(w, 64),
         _ => free(w, u64::MAX),
     };
     println!("{n} envs, protocol B, {PARTS} parts a frame; per warp-frame, mean over warps and the step's 4 frames (slowest warp in brackets)");
@@ -453,11 +469,12 @@ fn main() {
                 longest += w.iter().map(|t| t.len() as u64).max().unwrap_or(0);
             }
             if blocks {
-                for name in ["vote", "free 8", "free 64", "free inf"] {
+                for name in ["vote", "free 8", "free 64", "free inf", "class 64"] {
                     let run_one = |w: &[Vec<Slot>]| match name {
                         "vote" => vote(w),
                         "free 8" => free(w, 8),
                         "free 64" => free(w, 64),
+                        "class 64" => one_class(w, 64),
                         _ => free(w, u64::MAX),
                     };
                     let rounds = part_rounds(&traces, &run_one);
