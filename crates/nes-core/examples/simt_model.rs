@@ -55,6 +55,8 @@ mod rng;
 use rng::{Rng, SIMPLE_MOVEMENT};
 #[path = "common/smb.rs"]
 mod smb;
+#[path = "common/blocks.rs"]
+mod blocks;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Slot {
@@ -383,24 +385,6 @@ fn part_rounds(traces: &[Vec<Slot>], run: &dyn Fn(&[Vec<Slot>]) -> Tally) -> Vec
         .collect()
 }
 
-/// A block's critical path in rounds from its warps' rounds a part: with a barrier after each
-/// part (`slack` 0), or with a warp free to start part p once every warp has finished part
-/// p - 1 - `slack`.
-fn block_path(rounds: &[Vec<u64>], slack: usize) -> u64 {
-    let parts = PARTS as usize;
-    let mut finish = vec![vec![0u64; parts]; rounds.len()];
-    let mut all = vec![0u64; parts];
-    for p in 0..parts {
-        for (w, r) in rounds.iter().enumerate() {
-            let own = if p > 0 { finish[w][p - 1] } else { 0 };
-            let gate = if p > slack { all[p - 1 - slack] } else { 0 };
-            finish[w][p] = own.max(gate) + r[p];
-        }
-        all[p] = finish.iter().map(|f| f[p]).max().unwrap_or(0);
-    }
-    all[parts - 1]
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let warps: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(16);
@@ -420,6 +404,7 @@ fn main() {
         "form" => widened(w, |a, b| form(a) == form(b)),
         "free 0" => free(w, 0),
         "free 8" => free(w, 8),
+        "free 64" => free(w, 64),
         "lead f" => one_form(w, false, false),
         "lead fm" => one_form(w, true, false),
         "major f" => one_form(w, false, true),
@@ -470,17 +455,10 @@ fn main() {
             }
             if blocks {
                 for name in ["vote", "free 8", "free 64", "free inf", "class 64"] {
-                    let run_one = |w: &[Vec<Slot>]| match name {
-                        "vote" => vote(w),
-                        "free 8" => free(w, 8),
-                        "free 64" => free(w, 64),
-                        "class 64" => one_class(w, 64),
-                        _ => free(w, u64::MAX),
-                    };
-                    let rounds = part_rounds(&traces, &run_one);
+                    let rounds = part_rounds(&traces, &|w: &[Vec<Slot>]| run(name, w));
                     let mut cells = Vec::new();
                     for slack in [0, 1] {
-                        let paths: Vec<u64> = rounds.chunks(BLOCK_WARPS).map(|b| block_path(b, slack)).collect();
+                        let paths: Vec<u64> = rounds.chunks(BLOCK_WARPS).map(|b| blocks::block_path(b, slack)).collect();
                         let mean = paths.iter().sum::<u64>() as f64 / paths.len() as f64;
                         cells.push(format!("slack {slack}: slowest block {} mean {mean:.0}", paths.iter().max().unwrap()));
                     }

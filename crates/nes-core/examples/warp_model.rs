@@ -73,6 +73,8 @@ mod rng;
 use rng::{Rng, SIMPLE_MOVEMENT};
 #[path = "common/smb.rs"]
 mod smb;
+#[path = "common/blocks.rs"]
+mod blocks;
 
 /// One executed instruction: its address and opcode.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -281,26 +283,17 @@ fn slack() -> usize {
     *N.get_or_init(|| std::env::var("WARP_SLACK").ok().and_then(|v| v.parse().ok()).unwrap_or(0))
 }
 
-/// `parts_cost` of one block with a barrier that lets a warp run `slack()` parts ahead: warp w
-/// starts part p once it has finished part p - 1 and every warp of the block has finished part
-/// p - 1 - slack (0: a barrier after each part, as the kernel; with a slack of one, an
-/// arrive-and-wait barrier that a warp passes at part p's end and waits on before part p + 2).
-/// A round is a unit of time whatever the other warps do.
+/// `parts_cost` of one block with a barrier that lets a warp run `slack()` parts ahead
+/// (`blocks::block_path`).
 fn block_slack_cost(tb: &[Vec<Slot>], cb: &[Vec<u64>]) -> u64 {
-    let warps = tb.len().div_ceil(WARP);
-    let np = parts() as usize;
-    let mut finish = vec![vec![0u64; np]; warps];
-    let mut all_done = vec![0u64; np];
-    for p in 0..np {
-        let slices = part_slices(tb, cb, p as u64);
-        for (w, ws) in slices.chunks(WARP).enumerate() {
-            let own = if p > 0 { finish[w][p - 1] } else { 0 };
-            let gate = if p > slack() { all_done[p - 1 - slack()] } else { 0 };
-            finish[w][p] = own.max(gate) + vote_cost(ws, |s| (s.sp as u32) << 16 | s.pc as u32);
+    let key = |s: &Slot| (s.sp as u32) << 16 | s.pc as u32;
+    let mut rounds = vec![Vec::new(); tb.len().div_ceil(WARP)];
+    for p in 0..parts() {
+        for (w, ws) in part_slices(tb, cb, p).chunks(WARP).enumerate() {
+            rounds[w].push(vote_cost(ws, key));
         }
-        all_done[p] = (0..warps).map(|w| finish[w][p]).max().unwrap_or(0);
     }
-    all_done[np - 1]
+    blocks::block_path(&rounds, slack())
 }
 
 /// `parts_cost` of the whole frame for every block: the slowest block's (the launch's length) and
