@@ -6,7 +6,8 @@
 # one change) compiled at run time through NESLE_KERNEL_SOURCE, optionally with NVRTC options
 # after an `@` (DIR@OPTIONS, e.g. kernels@-DNESLE_PC_VOTE=1, given to NESLE_KERNEL_OPTIONS) and
 # environment settings for its runs after a second `@`, comma separated (DIR@OPTIONS@VAR=VALUE,...,
-# e.g. kernels@-DNESLE_PHASES=4@NESLE_BLOCK=512). Each variant is first checked for parity; one
+# e.g. kernels@-DNESLE_PHASES=4@NESLE_BLOCK=512; options may be several, space separated, the spec
+# then quoted: 'kernels@-DNESLE_PHASES=16 -DNESLE_SLACK=3'). Each variant is first checked for parity; one
 # that fails is reported and skipped. Rounds alternate the variants so drift hits them alike;
 # at the end, each variant's mean and its change against the first. Prints one line per run and
 # writes nothing else.
@@ -47,7 +48,7 @@ T0=$(date +%s)
 # the run-time compile.
 command_of() {
   local v=$1 d o e=()
-  name=$v
+  name=${v// /+}  # one word: the means below split the result lines on spaces
   if [[ ${v%%@*} == *=* ]]; then
     # NAME=BIN, or NAME=BIN@VAR=VALUE,... with settings for its runs.
     local bin=${v%%@*}
@@ -59,7 +60,7 @@ command_of() {
   d=${v%%@*} o=
   if [[ $v == *@* ]]; then o=${v#*@}; fi
   if [[ $o == *@* ]]; then IFS=, read -ra e <<< "${o#*@}"; o=${o%%@*}; fi
-  pre=(env "${e[@]}" NESLE_KERNEL_SOURCE=$d NESLE_KERNEL_OPTIONS=$o) prog=("$B")
+  pre=(env "${e[@]}" "NESLE_KERNEL_SOURCE=$d" "NESLE_KERNEL_OPTIONS=$o") prog=("$B")
 }
 # The parity runs of the variant whose command is set; true when every one is identical.
 parity() {
