@@ -30,14 +30,18 @@ def simulate(warps, parts, frames, slack, seed):
         # The kernel's number for the launch's part g (1-based): from the part within its frame.
         return (g - 1) % parts + 1 + slack - 1
 
-    def arrive(w, g, h):
-        b = bars[h % bars_n]
-        true_h = g + slack - 1  # the number a count over the launch would give
-        assert b["phase"] == true_h // bars_n, f"warp {w} arrives for part {g} in phase {b['phase']}"
+    def count(b):
+        # mbarrier.arrive: the phase completes with the last of its warps.
         b["pending"] -= 1
         if b["pending"] == 0:
             b["phase"] += 1
             b["pending"] = warps
+
+    def arrive(w, g, h):
+        b = bars[h % bars_n]
+        true_h = g + slack - 1  # the number a count over the launch would give
+        assert b["phase"] == true_h // bars_n, f"warp {w} arrives for part {g} in phase {b['phase']}"
+        count(b)
         finished[w] = true_h
 
     def passes(g):
@@ -52,11 +56,7 @@ def simulate(warps, parts, frames, slack, seed):
 
     for w in range(warps):
         for h in range(slack):
-            b = bars[h % bars_n]
-            b["pending"] -= 1
-            if b["pending"] == 0:
-                b["phase"] += 1
-                b["pending"] = warps
+            count(bars[h % bars_n])
     state = [("run", 1, length()) for _ in range(warps)]
     for _ in range(10**6):
         if all(s[0] == "end" for s in state):
