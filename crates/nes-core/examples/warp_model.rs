@@ -59,6 +59,9 @@
 //! next frame starting once its envs finished the last, no barrier between launches) against
 //! today's barriers: the critical path (`critical_path`) and the same with at most one frame's
 //! warps resident (`resident_path`).
+//! `WARP_LOOPS=L` keeps the second pass of every loop of up to L instructions out of the traces
+//! (by default only loops of 1 and 3, as the kernels' fast-forwards run them): a bound on what
+//! running any tight loop at once would save.
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
 //! listed step (default 3,30,100,200) the 4 frames of that step are traced. The ROM comes from
@@ -102,7 +105,7 @@ fn traced_frame_cycles(c: &mut Console) -> (Vec<Slot>, Vec<u64>) {
         t.push(Slot { pc, op: c.peek(pc), sp: c.cpu.s });
         at.push(c.bus.cycles - start);
         c.step();
-        for l in [1, 3] {
+        for l in loop_lengths() {
             let n = t.len();
             if n >= 2 * l && t[n - 2 * l..n - l] == t[n - l..] {
                 t.truncate(n - l);
@@ -112,6 +115,16 @@ fn traced_frame_cycles(c: &mut Console) -> (Vec<Slot>, Vec<u64>) {
     }
     c.bus.ppu.frame_complete = false;
     (t, at)
+}
+
+/// The loop lengths whose second pass a trace drops: 1 and 3 (the kernels' idle-loop and
+/// `$2002`-poll fast-forwards), or with `WARP_LOOPS=L` every length up to L, a bound on what
+/// running any tight loop at once would save.
+fn loop_lengths() -> Vec<usize> {
+    match std::env::var("WARP_LOOPS").ok().and_then(|v| v.parse().ok()) {
+        Some(l) => (1..=l).collect(),
+        None => vec![1, 3],
+    }
 }
 
 fn distinct_ops(ops: impl Iterator<Item = u8>) -> u64 {
