@@ -105,7 +105,7 @@ fn traced_frame_cycles(c: &mut Console) -> (Vec<Slot>, Vec<u64>) {
         t.push(Slot { pc, op: c.peek(pc), sp: c.cpu.s });
         at.push(c.bus.cycles - start);
         c.step();
-        for l in loop_lengths() {
+        for &l in loop_lengths() {
             let n = t.len();
             if n >= 2 * l && t[n - 2 * l..n - l] == t[n - l..] {
                 t.truncate(n - l);
@@ -120,11 +120,12 @@ fn traced_frame_cycles(c: &mut Console) -> (Vec<Slot>, Vec<u64>) {
 /// The loop lengths whose second pass a trace drops: 1 and 3 (the kernels' idle-loop and
 /// `$2002`-poll fast-forwards), or with `WARP_LOOPS=L` every length up to L, a bound on what
 /// running any tight loop at once would save.
-fn loop_lengths() -> Vec<usize> {
-    match std::env::var("WARP_LOOPS").ok().and_then(|v| v.parse().ok()) {
+fn loop_lengths() -> &'static [usize] {
+    static L: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
+    L.get_or_init(|| match std::env::var("WARP_LOOPS").ok().and_then(|v| v.parse().ok()) {
         Some(l) => (1..=l).collect(),
         None => vec![1, 3],
-    }
+    })
 }
 
 fn distinct_ops(ops: impl Iterator<Item = u8>) -> u64 {
