@@ -171,7 +171,7 @@ static_assert(sizeof(LineEvent) == 16 && sizeof(LineLog) == 2040, "launch.rs LIN
 static_assert(__builtin_offsetof(LineLog, flags) == 20 && LINES_REDRAW == 2, "launch.rs LINE_LOG_FLAGS_AT, LINES_REDRAW");
 
 // A frame the renderer cannot draw from its log (a CHR bank or mirroring change while drawn;
-// the other hooks are in ppu.cuh, lines_log_*).
+// the other hooks are in ppu_state.cuh, lines_log_*).
 NESLE_DEV void lines_log_redraw(Nes& n) {
     LineLog* l = n.line_log;
     if (l->flags & LINES_STARTED) l->flags |= LINES_REDRAW;

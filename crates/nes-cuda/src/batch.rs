@@ -277,7 +277,7 @@ impl Batch {
         let mut chr = gpu.alloc(rom.chr.len())?;
         gpu.upload(&rom.chr, &mut chr, 0)?;
         let pixels = if config.pixels { Some(gpu.alloc(n_envs * PIXELS_PER_ENV)?) } else { None };
-        // The step kernel stores 8 pixels at a time (kernels/ppu.cuh `nes_store8`): CUDA's
+        // The step kernel stores 8 pixels at a time (kernels/ppu_batches.cuh `nes_store8`): CUDA's
         // allocations are 256-byte aligned, so this only guards against a future allocator.
         if let Some(p) = &pixels {
             if gpu.ptr(p) % 8 != 0 {
