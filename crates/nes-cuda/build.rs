@@ -2,7 +2,7 @@
 //! 1. `kernels/host.cpp` with the host C++ compiler (cc crate) into a static library, for the
 //!    CPU parity tests (no GPU, runs in CI) and the CPU backend's gray84;
 //! 2. `kernels/nesle.cu` with nvcc into a fatbin (SASS sm_75/80/86/89/90 + PTX compute_90),
-//!    embedded by `src/launch.rs`. nvcc comes from `NESLE_NVCC`, else the pinned pip wheel
+//!    embedded by `src/launch/images.rs`. nvcc comes from `NESLE_NVCC`, else the pinned pip wheel
 //!    (`site-packages/nvidia/cu13/bin/nvcc`, see docs TOOLCHAIN.md), else `nvcc` on PATH.
 //!    Without nvcc the crate still builds, embeds nothing, and `Batch::new` reports it; with
 //!    `NESLE_REQUIRE_KERNELS=1` (CI) a missing nvcc or a failed compile is a build error.
@@ -19,7 +19,7 @@
 //! run-time compile's sources must match.
 //!
 //! Every image that was built is listed in OUT_DIR/kernel_images.rs (embedded by
-//! `src/images.rs`); the loader picks one per GPU (compute capability, driver version).
+//! `src/launch/images.rs`); the loader picks one per GPU (compute capability, driver version).
 //!
 //! The kernels are compiled from a copy in OUT_DIR whose `generated/` headers are freshly
 //! generated from nes-core (src/header.rs), so a build can never use a stale layout; the
@@ -46,7 +46,7 @@ const NVRTC_PTX_ARCH: &str = "75";
 const NVRTC_PTX_ISA: &str = "8.0";
 /// The pip wheel that provides NVRTC 12.x.
 const NVRTC_WHEEL: &str = "nvidia-cuda-nvrtc-cu12==12.9.86";
-// NVRTC_OFFSETOF, shared with the runtime source override in src/launch.rs.
+// NVRTC_OFFSETOF, shared with the runtime source override in src/launch/load.rs.
 include!("src/nvrtc_defines.rs");
 
 fn main() {
@@ -140,7 +140,7 @@ fn main() {
 }
 
 /// Writes OUT_DIR/kernel_images.rs: a `&[Image]` expression listing every image that was built
-/// (src/images.rs includes it).
+/// (src/launch/images.rs includes it).
 fn write_image_list(out: &Path, fatbin: &Path, nvrtc_dir: &Path) {
     let mut items = Vec::new();
     let present = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.len() > 0);

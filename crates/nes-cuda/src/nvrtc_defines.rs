@@ -1,4 +1,4 @@
-// Included by build.rs and by src/launch.rs (the NVRTC compiles at build time and at run time).
+// Included by build.rs and by src/launch/load.rs (the NVRTC compiles at build time and at run time).
 
 /// NVRTC's front end (EDG, not in GNU mode) has no `__builtin_offsetof`, which the generated
 /// headers' layout static_asserts use; EDG's `__INTADDR__` gives the same constant expression.
