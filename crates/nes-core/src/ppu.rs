@@ -11,7 +11,7 @@
 //!   schedule of the real chip (nametable, attribute, pattern low, pattern high every 8 dots,
 //!   coarse-X increments every 8 dots, Y at dot 256, horizontal copy at 257, vertical copy at
 //!   280-304 of the pre-render line), so mid-frame writes land on the exact dot;
-//! * sprite evaluation for the next line runs dot by dot over dots 65-256 ([`render`]), with
+//! * sprite evaluation for the next line runs dot by dot over dots 65-256 (`sprite_eval.rs`), with
 //!   the hardware's diagonal-scan overflow bug and the OAMADDR side effects `$2004` can see;
 //! * every video-memory fetch goes through [`Cart::ppu_read`] in hardware order (garbage
 //!   nametable fetches and the pattern fetches of empty sprite slots included), so boards that
@@ -34,7 +34,8 @@
 //!
 //! Batches: the bus runs the PPU lazily (see `bus.rs`), so most dots arrive in batches
 //! ([`Ppu::run`]) that nothing outside the PPU can look into. A batch takes whole tiles,
-//! sprite-fetch slots, horizontal blanks and idle lines at once (`render.rs`), each exactly
+//! sprite-fetch slots, horizontal blanks, idle lines and sprite evaluation at once
+//! (`render.rs`, `sprite_eval.rs`; sprite 0's hit in closed form in `sprite0.rs`), each exactly
 //! equal to ticking its dots one by one (pinned by `running_dots_in_batches_matches_ticking_
 //! them_one_by_one`); everything else still goes through [`Ppu::tick`]. Boards that watch the
 //! PPU address bus (MMC3) never take the paths that skip fetches.
@@ -43,6 +44,8 @@
 //! (its results, not the batching: the kernel still runs dot by dot).
 
 mod render;
+mod sprite0;
+mod sprite_eval;
 #[cfg(test)]
 mod tests;
 
