@@ -12,7 +12,7 @@
 // whole lines at once (`ppu_render_tile`, `ppu_sprite_slot`, `ppu_hblank_fast`, `ppu_line_fast`,
 // `ppu_sprite_eval_line`: the render.rs functions of the same names). Only what none of those
 // covers goes dot by dot through `ppu_tick`. Each bulk path is exactly equal to ticking its dots
-// one by one (nes-core pins that with ppu::tests; here the parity test compares every frame).
+// one by one (nes-core pins that with ppu::batch_tests; here the parity test compares every frame).
 //
 // The parts, each including the one before it, so that the code keeps one order: ppu_state.cuh
 // (register bits, predicates, OAM and palette, the line renderer's log), ppu_dots.cuh (dot by

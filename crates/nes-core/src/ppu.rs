@@ -47,6 +47,8 @@ mod render;
 mod sprite0;
 mod sprite_eval;
 #[cfg(test)]
+mod batch_tests;
+#[cfg(test)]
 mod tests;
 
 use crate::cart::Cart;

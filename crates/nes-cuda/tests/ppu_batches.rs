@@ -1,9 +1,9 @@
-//! The kernels' catch-up PPU against their own dot-by-dot PPU (host build): `ppu_run` takes
-//! tiles, horizontal blanks and whole lines at once (kernels/ppu_batches.cuh) and must leave exactly the
+//! The kernels' catch-up PPU against their own dot-by-dot PPU (host build): `ppu_run` takes tiles,
+//! horizontal blanks and whole lines at once (kernels/ppu_batches.cuh) and must leave exactly the
 //! state and pixels that ticking the same dots one by one leaves, at every batch end. The kernel
-//! twin of nes-core's batch tests (crates/nes-core/src/ppu/tests.rs); the whole-console parity
-//! tests (parity.rs) rarely reach some of these paths' corners, such as a line run whole just
-//! above the first line of sprite 0.
+//! twin of nes-core's batch tests (crates/nes-core/src/ppu/batch_tests.rs); the whole-console
+//! parity tests (parity.rs) rarely reach some of these paths' corners, such as a line run whole
+//! just above the first line of sprite 0.
 
 use nes_core::flat::{first_difference, FlatState};
 use nes_core::Console;
