@@ -527,7 +527,7 @@ fn every_dot_bound_holds(ppu: &mut Ppu, cart: &mut Cart, dots: u32, mut poke: im
     let mut bound = 0u64;
     for i in 0..dots as u64 {
         poke(ppu);
-        bound = bound.max(i + ppu.dots_to_status_change(&cart) as u64);
+        bound = bound.max(i + ppu.dots_to_status_change(cart) as u64);
         let status = ppu.status & 0xe0;
         ppu.tick(cart);
         if ppu.status & 0xe0 != status {
