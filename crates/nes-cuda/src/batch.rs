@@ -11,7 +11,7 @@ pub use policies::{LinesPolicy, SortPolicy, LINES_PAUSE, LINES_WINDOW, SORT_CALM
 
 use crate::launch::{self, Fence, Gpu, LINES_REDRAW, LINE_LOG_BYTES, LINE_LOG_FLAGS_AT};
 use crate::packed::Packing;
-use crate::{Error, FlatState, RomImage, PIXELS_PER_ENV};
+use crate::{DeviceReport, Error, FlatState, RomImage, PIXELS_PER_ENV};
 use cudarc::driver::{CudaEvent, CudaSlice, PinnedHostSlice};
 
 /// Threads in a warp: the kernel's unit of divergence.
@@ -206,6 +206,27 @@ impl Batch {
     /// The GPU's name, for reports.
     pub fn device_name(&self) -> String {
         self.gpu.name()
+    }
+
+    /// The GPU, the kernel image that loaded, the step kernel's registers and occupancy at the
+    /// launch this batch's next step takes, and the device memory the batch holds: what a
+    /// benchmark records beside its figures.
+    pub fn report(&self) -> Result<DeviceReport, Error> {
+        self.gpu.report(self.n_envs, self.sorts.calm(), self.device_bytes())
+    }
+
+    /// Bytes of device memory in the batch's buffers.
+    fn device_bytes(&self) -> usize {
+        fn b<T>(s: &CudaSlice<T>) -> usize {
+            s.len() * std::mem::size_of::<T>()
+        }
+        let mut n = b(&self.states) + b(&self.actions) + b(&self.prg) + b(&self.code) + b(&self.chr);
+        n += b(&self.mask) + b(&self.pick) + b(&self.ran) + b(&self.redrawn);
+        n += self.pixels.as_ref().map_or(0, b) + self.bank.as_ref().map_or(0, |(s, _)| b(s));
+        n += self.gray_tables.as_ref().map_or(0, b) + self.rgb_table.as_ref().map_or(0, b);
+        n += self.order.as_ref().map_or(0, b) + self.pairs.as_ref().map_or(0, b);
+        n += self.lines.as_ref().map_or(0, |(states, logs, queue)| b(states) + b(logs) + b(queue));
+        n + self.moved.as_ref().map_or(0, |(word, _)| b(word))
     }
 
     pub fn rom(&self) -> &RomImage {

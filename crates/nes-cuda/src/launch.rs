@@ -21,7 +21,8 @@ use cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DriverError, LaunchConfig,
     PinnedHostSlice, PushKernelArg,
 };
-use load::{has_kernels, load_kernels};
+use crate::report::{DeviceReport, StepLaunch};
+use load::{driver_version, has_kernels, load_kernels};
 use std::sync::Arc;
 
 /// Threads per block. One console per thread; 128 keeps several blocks resident per SM while
@@ -175,6 +176,8 @@ pub(crate) struct Gpu {
     order_out: CudaFunction,
     /// Streaming multiprocessors (the step grid's cap is per SM).
     sms: u32,
+    /// Which kernel image loaded (`load_kernels`), for reports.
+    image: String,
     /// Whether the line renderer runs beside the step it draws (a programmatic dependent launch:
     /// sm_90 and later). `NESLE_PDL=0` turns it off, to measure what the overlap gains
     /// (kernel-notes #166, #167).
@@ -210,7 +213,7 @@ impl Gpu {
         }
         let ctx = CudaContext::new(device).map_err(cuda)?;
         let stream = ctx.default_stream();
-        let module = load_kernels(&ctx)?;
+        let (module, image) = load_kernels(&ctx)?;
         let f = |name: &str| module.load_function(name).map_err(cuda);
 
         let sms = ctx
@@ -223,6 +226,7 @@ impl Gpu {
         let pdl = major >= 9 && std::env::var("NESLE_PDL").map_or(true, |v| v != "0");
         Ok(Gpu {
             sms,
+            image,
             pdl,
             step: f("nesle_step")?,
             reset: f("nesle_reset_from_bank")?,
@@ -247,6 +251,35 @@ impl Gpu {
 
     pub(crate) fn name(&self) -> String {
         self.ctx.name().unwrap_or_else(|_| "unknown GPU".into())
+    }
+
+    /// The GPU's compute capability, SMs, driver version and kernel image, and the step
+    /// kernel's launch for `n_envs` envs (`lockstep`: as [`step_block`] takes it), from the
+    /// driver; `device_bytes` is the batch's to give.
+    pub(crate) fn report(&self, n_envs: usize, lockstep: bool, device_bytes: usize) -> Result<DeviceReport, Error> {
+        let (major, minor) = self.ctx.compute_capability().map_err(cuda)?;
+        let block = step_block(n_envs, self.sms, lockstep);
+        let max_threads = self
+            .ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)
+            .map_err(cuda)?;
+        let step = StepLaunch {
+            registers: self.step.num_regs().map_err(cuda)?.max(0) as u32,
+            local_bytes: self.step.local_size_bytes().map_err(cuda)?.max(0) as u32,
+            block,
+            blocks_per_sm: self.step.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).map_err(cuda)?,
+            max_warps_per_sm: max_threads.max(0) as u32 / 32,
+        };
+        Ok(DeviceReport {
+            device: self.name(),
+            compute_capability: (major.max(0) as u32, minor.max(0) as u32),
+            sms: self.sms,
+            driver: driver_version()?,
+            image: self.image.clone(),
+            step,
+            device_bytes,
+            n_envs,
+        })
     }
 
     pub(crate) fn alloc(&self, bytes: usize) -> Result<CudaSlice<u8>, Error> {

@@ -17,10 +17,12 @@ pub mod header;
 mod launch;
 pub mod packed;
 pub mod picture;
+mod report;
 mod rom;
 
 pub use batch::{regroup_order, Batch, BatchConfig, DevicePointers, LinesPolicy, SortPolicy, LINES_PAUSE, LINES_WINDOW, REGROUP_EVERY, SORT_CALM_MAX};
 pub use launch::Fence;
+pub use report::{DeviceReport, StepLaunch};
 pub use cudarc::driver::CudaSlice;
 pub use error::Error;
 pub use nes_core::flat::{FlatState, FLAT_STATE_SIZE};

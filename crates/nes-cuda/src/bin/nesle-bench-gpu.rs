@@ -9,9 +9,12 @@
 //!   [--rom PATH] [--out bench-gpu.json]`: SMB from the first frame of World 1-1 in every env
 //!   (`--boot-frames N`: any ROM, from power-on plus N frames without input),
 //!   frameskip 4, 30 warm-up + 200 timed steps, device synchronized after every step;
-//!   throughput = envs x timed steps / wall seconds. Every 25 timed steps the rate of those
-//!   steps goes to stderr (and to the JSON as `chunk_rates`): protocol B slows down as the
-//!   episodes diverge, and a run cut short still says how far it got.
+//!   throughput = envs x timed steps / wall seconds. Under each row, the launch its steps took
+//!   (`nesle_step`'s registers and stack, the block, blocks and warps an SM, the theoretical
+//!   occupancy) and the device memory an env (`Batch::report`; in the JSON too, with the kernel
+//!   image that loaded). Every 25 timed steps the rate of those steps goes to stderr (and to
+//!   the JSON as `chunk_rates`): protocol B slows down as the episodes diverge, and a run cut
+//!   short still says how far it got.
 //!   `--regroup K`: every K steps the envs are put in order of their instructions in the last
 //!   frame, so a warp's envs tend to run the same code (`BatchConfig::regroup_every`; default
 //!   1, 0 turns it off; its time is part of the steps'; sorted on the device, or with
@@ -211,6 +214,7 @@ fn bench(a: &Args) -> Result<(), String> {
     println!("start: {start_name}; frameskip {}, {} warm-up + {} timed steps", a.frameskip, a.warmup, a.steps);
     let mut rows = Vec::new();
     let mut device = String::new();
+    let mut kernels = String::new();
     println!("{:>9} {:>9} {:>7} {:>16} {:>10}", "protocol", "envs", "pixels", "env-steps/s", "wall s");
     for &p in &a.protocols {
         for &n in &a.envs {
@@ -324,20 +328,34 @@ fn bench(a: &Args) -> Result<(), String> {
             };
             println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}{regrouped}{grayed}", p, n, a.pixels, rate, wall,
                 if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
+            // The launch the protocol's steps took, and the memory an env, from the driver.
+            let rep = batch.report().map_err(|e| e.to_string())?;
+            let st = &rep.step;
+            println!(
+                "          nesle_step: {} registers, {} B of stack, blocks of {}, {} an SM = {} of {} warps ({:.0}% occupancy); {} B an env",
+                st.registers, st.local_bytes, st.block, st.blocks_per_sm, st.warps_per_sm(), st.max_warps_per_sm, 100.0 * st.occupancy(), rep.bytes_per_env()
+            );
+            kernels = rep.image.clone();
             rows.push(format!(
-                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"observation\": \"{}\", \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_frames\": {}, \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}, \"drawn\": \"{}\", \"redrawn_last_step\": {redrawn_json}, \"lines_waits_last_step\": {waits}, \"steps_drawn_by_lines\": {by_lines}, \"steps_drawn_while_running\": {while_running}, \"steps_sorted\": {}, \"steps_sort_skipped\": {}}}",
+                "    {{\"protocol\": \"{p}\", \"envs\": {n}, \"pixels\": {}, \"observation\": \"{}\", \"env_steps_per_s\": {rate:.1}, \"wall_s\": {wall:.4}, \"timed_steps\": {}, \"warmup_steps\": {}, \"frameskip\": {}, \"jam_envs\": {faults}, \"chunk_rates\": [{chunk_rates}], \"regroup_every\": {}, \"regroup_by\": \"{}\", \"regroup_frames\": {}, \"regroup_s\": {regroup_s:.4}, \"gray_s\": {gray_s:.4}, \"drawn\": \"{}\", \"redrawn_last_step\": {redrawn_json}, \"lines_waits_last_step\": {waits}, \"steps_drawn_by_lines\": {by_lines}, \"steps_drawn_while_running\": {while_running}, \"steps_sorted\": {}, \"steps_sort_skipped\": {}, \"step_registers\": {}, \"step_block\": {}, \"step_blocks_per_sm\": {}, \"occupancy\": {:.4}, \"bytes_per_env\": {}}}",
                 a.pixels, if a.rgb { "rgb" } else if a.pixels { "gray84" } else { "none" }, a.steps, a.warmup, a.frameskip, regroup,
                 if a.regroup_by_phase { "phase" } else if a.regroup_on_host { "instructions, on the host" } else { "instructions, on the device" },
                 a.regroup_frames,
                 if !a.pixels { "no pictures" } else if a.draw_lines { "line by line after the frame" } else { "while the frame runs" },
                 sorts.sorted,
-                sorts.skipped
+                sorts.skipped,
+                st.registers,
+                st.block,
+                st.blocks_per_sm,
+                st.occupancy(),
+                rep.bytes_per_env()
             ));
         }
     }
     let json = format!(
-        "{{\n  \"device\": \"{}\",\n  \"rom\": \"{}\",\n  \"start\": \"{start_name}\",\n  \"results\": [\n{}\n  ]\n}}\n",
+        "{{\n  \"device\": \"{}\",\n  \"image\": \"{}\",\n  \"rom\": \"{}\",\n  \"start\": \"{start_name}\",\n  \"results\": [\n{}\n  ]\n}}\n",
         device.replace('"', "'"),
+        kernels.replace('"', "'"),
         path.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default(),
         rows.join(",\n")
     );

@@ -13,7 +13,7 @@ pub(crate) fn has_kernels() -> bool {
 }
 
 /// The driver's CUDA version as cuDriverGetVersion reports it (12040 = 12.4).
-fn driver_version() -> Result<i32, Error> {
+pub(super) fn driver_version() -> Result<i32, Error> {
     let mut v = 0i32;
     // SAFETY: cuDriverGetVersion writes one int through a valid pointer; libcuda was checked
     // present by the caller (it needs no cuInit and no context).
@@ -108,11 +108,13 @@ fn check_entry_points(dir: &str) -> Result<(), Error> {
 
 /// Loads the kernels: compiled from `NESLE_KERNEL_SOURCE` if set (development), else the
 /// embedded image `NESLE_KERNEL_IMAGE` names (fatbin, sm_61, compute_75, ...) if set, else the
-/// candidates of `images::candidates` in order until one loads.
-pub(super) fn load_kernels(ctx: &Arc<CudaContext>) -> Result<Arc<cudarc::driver::CudaModule>, Error> {
+/// candidates of `images::candidates` in order until one loads. Returns the module and which
+/// image it came from, for reports.
+pub(super) fn load_kernels(ctx: &Arc<CudaContext>) -> Result<(Arc<cudarc::driver::CudaModule>, String), Error> {
     if let Ok(dir) = std::env::var("NESLE_KERNEL_SOURCE") {
         if !dir.trim().is_empty() {
-            return compile_source(ctx, dir.trim());
+            let module = compile_source(ctx, dir.trim())?;
+            return Ok((module, format!("NVRTC run-time compile of {}", dir.trim())));
         }
     }
     let (major, minor) = ctx.compute_capability().map_err(cuda)?;
@@ -152,7 +154,7 @@ pub(super) fn load_kernels(ctx: &Arc<CudaContext>) -> Result<Arc<cudarc::driver:
             _ => cudarc::nvrtc::Ptx::from_binary(im.bytes.to_vec()),
         };
         match ctx.load_module(code) {
-            Ok(m) => return Ok(m),
+            Ok(m) => return Ok((m, im.describe())),
             Err(e) => failures.push(format!("{}: {e:?}", im.describe())),
         }
     }
