@@ -267,6 +267,14 @@ class CudaBatch:
     def restore(self, state: bytes, mask: npt.NDArray[np.bool_] | None = None) -> None:
         """Restore every console where ``mask`` is true (all when None) from one state."""
 
+    def device_report(self) -> dict[str, Any]:
+        """What the batch runs on and what its step takes, for benchmark records: ``device``,
+        ``compute_capability`` ("9.0"), ``sms``, ``driver`` (its CUDA version, "13.0"),
+        ``image`` (the kernel image that loaded), ``step_registers``, ``step_local_bytes``,
+        ``step_block``, ``step_blocks_per_sm``, ``step_warps_per_sm``, ``max_warps_per_sm``,
+        ``occupancy`` (theoretical: resident warps over the SM's limit), ``device_bytes`` and
+        ``bytes_per_env`` (the device memory the batch holds)."""
+
     def synchronize(self) -> None:
         """Wait for every queued step."""
 

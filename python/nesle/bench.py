@@ -45,6 +45,9 @@ class Row:
     seconds: float
     env_steps_per_s: float
     frames_per_s: float
+    # A CUDA row's `CudaBatch.device_report()` after its timed steps: the GPU, the kernel image,
+    # the step kernel's registers and occupancy at the launch the protocol took, memory an env.
+    device: dict | None = None
 
 
 class _Synced:
@@ -115,7 +118,10 @@ def run(
             sink(batch)
 
     name = protocol + ("+rgb" if rgb else "+pixels" if pixels else "")
-    return _timed(step, name, backend, n, warmup, steps, frameskip)
+    row = _timed(step, name, backend, n, warmup, steps, frameskip)
+    if backend == "cuda":
+        row.device = batch.device_report()
+    return row
 
 
 def _timed(step, name: str, backend: str, n: int, warmup: int, steps: int, frameskip: int) -> Row:
@@ -208,8 +214,29 @@ def machine() -> dict[str, str | int]:
     return {"cpu": cpu, "cores": os.cpu_count() or 1, "python": platform.python_version()}
 
 
+def describe_gpu(report: dict) -> str:
+    """The GPU and kernel image of a CUDA row's report, in one line."""
+    r = report
+    return (
+        f"GPU: {r['device']} (compute {r['compute_capability']}, {r['sms']} SMs, driver CUDA "
+        f"{r['driver']}); kernels: {r['image']}"
+    )
+
+
+def describe_step(report: dict) -> str:
+    """A CUDA row's step launch and device memory, in one line under the row."""
+    r = report
+    return (
+        f"  nesle_step: {r['step_registers']} registers, {r['step_local_bytes']:,} B of stack a "
+        f"thread, blocks of {r['step_block']}, {r['step_blocks_per_sm']} an SM = "
+        f"{r['step_warps_per_sm']} of {r['max_warps_per_sm']} warps ({r['occupancy']:.0%} "
+        f"occupancy); device memory {r['bytes_per_env']:,} B an env"
+    )
+
+
 def main(args) -> int:
     rows = []
+    gpus: list[str] = []  # each GPU line printed once
     layer = []  # --compare-env: the Python layer's cost per protocol and env count
     compare = getattr(args, "compare_env", False)
     print(f"{'protocol':<10} {'backend':<7} {'envs':>8} {'env-steps/s':>14} {'frames/s':>12}")
@@ -218,10 +245,15 @@ def main(args) -> int:
         row = run(protocol, n, backend=args.backend, warmup=args.warmup, steps=args.steps,
                   pixels=args.pixels, env=env, rgb=getattr(args, "rgb", False))  # fmt: skip
         rows.append(row)
+        if row.device is not None and describe_gpu(row.device) not in gpus:
+            gpus.append(describe_gpu(row.device))
+            print(gpus[-1])
         print(
             f"{row.protocol:<10} {row.backend:<7} {row.envs:>8,} "
             f"{row.env_steps_per_s:>14,.0f} {row.frames_per_s:>12,.0f}"
         )
+        if row.device is not None:
+            print(describe_step(row.device))
         return row
 
     for protocol in args.protocols:
@@ -239,10 +271,14 @@ def main(args) -> int:
                           "cost": cost})  # fmt: skip
             print(f"  Python layer ({protocol}, {n:,} envs): {cost:+.1%} time per step over the raw batch")
     if args.json:
+        info = machine()
+        names = sorted({r.device["device"] for r in rows if r.device is not None})
+        if names:
+            info["gpu"] = ", ".join(names)
         doc = {
             "command": "nesle bench " + " ".join(args.argv),
             "date": time.strftime("%Y-%m-%d"),
-            "machine": machine(),
+            "machine": info,
             "nesle": nesle.__version__,
             "rows": [asdict(r) for r in rows],
         }

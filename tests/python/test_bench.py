@@ -60,3 +60,25 @@ def test_compare_env_reports_the_python_layer_cost_from_both_rows(tmp_path, caps
 def test_the_cuda_backend_is_a_clear_error_without_a_gpu_build(capsys):
     assert cli.main(["bench", "--backend", "cuda", "--envs", "1", "--steps", "1"]) == 2
     assert "not available" in capsys.readouterr().err
+
+
+def test_a_cpu_row_carries_no_device_report_and_its_json_names_no_gpu(tmp_path):
+    out = tmp_path / "cpu.json"
+    assert cli.main(["bench", "--protocol", "A", "--envs", "1", "--warmup", "0", "--steps", "1",
+                     "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["rows"][0]["device"] is None and "gpu" not in doc["machine"]
+
+
+def test_a_cuda_rows_report_is_printed_as_the_gpu_line_and_the_step_line():
+    # The keys of `CudaBatch.device_report()` (tests/python/test_cuda.py checks them on a GPU).
+    report = {"device": "NVIDIA H200", "compute_capability": "9.0", "sms": 132, "driver": "13.0",
+              "image": "nvcc 13 fatbin", "step_registers": 128, "step_local_bytes": 23176,
+              "step_block": 512, "step_blocks_per_sm": 1, "step_warps_per_sm": 16,
+              "max_warps_per_sm": 64, "occupancy": 0.25, "device_bytes": 845_545_472,
+              "bytes_per_env": 12_902}  # fmt: skip
+    assert bench.describe_gpu(report) == (
+        "GPU: NVIDIA H200 (compute 9.0, 132 SMs, driver CUDA 13.0); kernels: nvcc 13 fatbin")
+    assert bench.describe_step(report) == (
+        "  nesle_step: 128 registers, 23,176 B of stack a thread, blocks of 512, 1 an SM = 16 of "
+        "64 warps (25% occupancy); device memory 12,902 B an env")

@@ -409,6 +409,35 @@ def test_too_many_envs_for_gpu_memory_is_a_memory_error(blank_rom):
         _native.CudaBatch(blank_rom, 10**9)
 
 
+def test_the_device_report_reads_the_gpu_the_loaded_step_kernel_and_the_batchs_memory(smb_rom):
+    from nesle import bench
+
+    small, large = (_native.CudaBatch(smb_rom, n, render=False) for n in (1024, 2048))
+    r = small.device_report()
+    assert set(r) == {"device", "compute_capability", "sms", "driver", "image", "step_registers",
+                      "step_local_bytes", "step_block", "step_blocks_per_sm", "step_warps_per_sm",
+                      "max_warps_per_sm", "occupancy", "device_bytes", "bytes_per_env"}  # fmt: skip
+    props = torch.cuda.get_device_properties(0)
+    assert r["device"] == props.name and r["sms"] == props.multi_processor_count
+    assert r["compute_capability"] == f"{props.major}.{props.minor}"
+    assert 0 < r["step_registers"] <= 255 and r["step_local_bytes"] > 0 and r["image"]
+    assert r["step_block"] % 32 == 0 and r["step_blocks_per_sm"] >= 1
+    assert r["step_warps_per_sm"] == r["step_blocks_per_sm"] * r["step_block"] // 32
+    assert 0 < r["step_warps_per_sm"] <= r["max_warps_per_sm"]
+    assert r["occupancy"] == pytest.approx(r["step_warps_per_sm"] / r["max_warps_per_sm"])
+    # What an env adds: SMB's packed state (12,896 B: PRG RAM and CHR ROM kept), its action,
+    # reset mask and pick (6 B), and up to 16 B for the regrouping sort (README, "Memory").
+    per_env = (large.device_report()["device_bytes"] - r["device_bytes"]) / 1024
+    assert 12_902 <= per_env <= 12_918
+    assert r["bytes_per_env"] == r["device_bytes"] // 1024
+    # Pictures on: the picture buffer (61,440 B an env) at least.
+    small.set_render(True)
+    small.step(np.zeros(1024, np.uint8), 1)
+    assert small.device_report()["bytes_per_env"] >= r["bytes_per_env"] + 61_440
+    assert bench.describe_gpu(r).startswith(f"GPU: {props.name}")
+    assert f"{r['step_registers']} registers" in bench.describe_step(r)
+
+
 @pytest.mark.parametrize("every", [1, 3])
 def test_regrouping_changes_nothing_but_the_speed(smb_rom, every):
     # 96 envs (three warps) that drift apart; regrouped before every (third) step, against the

@@ -29,7 +29,7 @@ use nes_cuda::{Batch, BatchConfig, Error, Fence, RomImage, PIXELS_PER_ENV, REGRO
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 use rayon::prelude::*;
 
 use crate::batch::{bool_mask, button_pads, env_index, to_numpy, MAX_FRAMES_PER_STEP, MAX_TRACE_FRAMES};
@@ -808,6 +808,29 @@ impl CudaBatch {
             let flat = c.to_flat();
             inner.restore(&flat, &mask)
         })
+    }
+
+    /// What the batch runs on and what its step takes, for benchmark records (nes-cuda's
+    /// `Batch::report`): the GPU, the kernel image that loaded, the step kernel's registers,
+    /// stack and occupancy at the launch the next step takes, and the device memory held.
+    fn device_report<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.run(py, |inner| inner.batch.lock().report())?;
+        let d = PyDict::new(py);
+        d.set_item("device", &r.device)?;
+        d.set_item("compute_capability", format!("{}.{}", r.compute_capability.0, r.compute_capability.1))?;
+        d.set_item("sms", r.sms)?;
+        d.set_item("driver", format!("{}.{}", r.driver / 1000, r.driver % 1000 / 10))?;
+        d.set_item("image", &r.image)?;
+        d.set_item("step_registers", r.step.registers)?;
+        d.set_item("step_local_bytes", r.step.local_bytes)?;
+        d.set_item("step_block", r.step.block)?;
+        d.set_item("step_blocks_per_sm", r.step.blocks_per_sm)?;
+        d.set_item("step_warps_per_sm", r.step.warps_per_sm())?;
+        d.set_item("max_warps_per_sm", r.step.max_warps_per_sm)?;
+        d.set_item("occupancy", r.step.occupancy())?;
+        d.set_item("device_bytes", r.device_bytes)?;
+        d.set_item("bytes_per_env", r.bytes_per_env())?;
+        Ok(d)
     }
 
     /// Waits for every queued step.
