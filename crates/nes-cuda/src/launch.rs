@@ -257,6 +257,8 @@ impl Gpu {
     /// kernel's launch for `n_envs` envs (`lockstep`: as [`step_block`] takes it), from the
     /// driver; `device_bytes` is the batch's to give.
     pub(crate) fn report(&self, n_envs: usize, lockstep: bool, device_bytes: usize) -> Result<DeviceReport, Error> {
+        // The occupancy query runs in the current context, which this thread may not have yet.
+        self.ctx.bind_to_thread().map_err(cuda)?;
         let (major, minor) = self.ctx.compute_capability().map_err(cuda)?;
         let block = step_block(n_envs, self.sms, lockstep);
         let max_threads = self
