@@ -82,3 +82,32 @@ def test_a_cuda_rows_report_is_printed_as_the_gpu_line_and_the_step_line():
     assert bench.describe_step(report) == (
         "  nesle_step: 128 registers, 23,176 B of stack a thread, blocks of 512, 1 an SM = 16 of "
         "64 warps (25% occupancy); device memory 12,902 B an env")
+
+
+class _ReportingBatch:
+    """A CpuBatch standing in for a CudaBatch, whose device report is `report` (an exception
+    instance is raised)."""
+
+    def __init__(self, rom, n, report):
+        import nesle
+
+        self._batch, self._report = nesle.CpuBatch(rom, n), report
+
+    def __getattr__(self, name):
+        return getattr(self._batch, name)
+
+    def device_report(self):
+        if isinstance(self._report, Exception):
+            raise self._report
+        return self._report
+
+
+@pytest.mark.rom
+def test_a_cuda_row_takes_the_batchs_report_and_survives_a_failed_one(smb_rom, monkeypatch, capsys):
+    monkeypatch.setattr(bench, "_batch", lambda backend, rom, n: _ReportingBatch(rom, n, {"device": "X"}))
+    assert bench.run("B", 2, backend="cuda", warmup=0, steps=1, rom=smb_rom).device == {"device": "X"}
+    failing = RuntimeError("CUDA_ERROR_INVALID_CONTEXT")
+    monkeypatch.setattr(bench, "_batch", lambda backend, rom, n: _ReportingBatch(rom, n, failing))
+    row = bench.run("B", 2, backend="cuda", warmup=0, steps=1, rom=smb_rom)
+    assert row.device is None and row.env_steps_per_s > 0
+    assert "no device report for B at 2 envs: CUDA_ERROR_INVALID_CONTEXT" in capsys.readouterr().err
