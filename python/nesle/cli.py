@@ -3,8 +3,9 @@
     nesle roms fetch [GAME ...]   download ROMs into the user cache (default: every known game)
     nesle roms list               where each game's ROM is, or that it is missing
     nesle info ROM                what a ROM's header declares (a path or a game name)
-    nesle bench [--protocol A B] [--envs 1 16] [--json out.json]
-                                  the benchmark protocols on SMB World 1-1 (docs/benchmarks)
+    nesle bench [--protocol A B] [--envs N ...] [--backend auto|cpu|cuda] [--json out.json]
+                                  the benchmark protocols on SMB World 1-1 (docs/benchmarks),
+                                  on CUDA when it can run here, else on the CPU
     nesle demo [--frames N] [--out mario.png]
                                   boot Super Mario Bros., press Start, run right; save a screenshot
                                   (fetches the ROM first if it is missing)
@@ -260,8 +261,10 @@ def parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmark protocols A / B on SMB World 1-1")
     bench.add_argument("--protocol", dest="protocols", nargs="+", default=["A", "B"],
                        choices=["A", "B"], help="protocols to run (default: A B)")
-    bench.add_argument("--envs", nargs="+", type=int, default=[1, 16], help="env counts")
-    bench.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
+    bench.add_argument("--envs", nargs="+", type=int,
+                       help="env counts (default: 1 16 on the CPU; 1 4096 16384 65536 131072 on CUDA)")
+    bench.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"],
+                       help="auto (the default): CUDA when it can run here, else the CPU")
     bench.add_argument("--pixels", action="store_true", help="pixel output on (B+pixels)")
     bench.add_argument("--rgb", action="store_true",
                        help="B+pixels with the full 240x256 RGB observation instead of 84x84 gray")

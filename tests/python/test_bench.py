@@ -26,8 +26,8 @@ def test_the_env_layer_runs_the_same_protocol_through_make_vec(smb_rom):
 @pytest.mark.rom
 def test_the_cli_writes_json_rows(tmp_path):
     out = tmp_path / "bench.json"
-    assert cli.main(["bench", "--protocol", "B", "--envs", "1", "--warmup", "1", "--steps", "2",
-                     "--pixels", "--json", str(out)]) == 0
+    assert cli.main(["bench", "--backend", "cpu", "--protocol", "B", "--envs", "1", "--warmup", "1",
+                     "--steps", "2", "--pixels", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["rows"][0]["protocol"] == "B+pixels"
     assert doc["machine"]["cores"] >= 1
@@ -36,8 +36,8 @@ def test_the_cli_writes_json_rows(tmp_path):
 @pytest.mark.rom
 def test_the_rgb_observation_runs_on_the_batch_and_through_make_vec(tmp_path):
     out = tmp_path / "rgb.json"
-    assert cli.main(["bench", "--protocol", "B", "--envs", "2", "--warmup", "0", "--steps", "2",
-                     "--rgb", "--compare-env", "--json", str(out)]) == 0
+    assert cli.main(["bench", "--backend", "cpu", "--protocol", "B", "--envs", "2", "--warmup", "0",
+                     "--steps", "2", "--rgb", "--compare-env", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert [r["protocol"] for r in doc["rows"]] == ["B+rgb", "B+rgb/env"]
 
@@ -45,8 +45,8 @@ def test_the_rgb_observation_runs_on_the_batch_and_through_make_vec(tmp_path):
 @pytest.mark.rom
 def test_compare_env_reports_the_python_layer_cost_from_both_rows(tmp_path, capsys):
     out = tmp_path / "layer.json"
-    assert cli.main(["bench", "--protocol", "B", "--envs", "2", "--warmup", "0", "--steps", "2",
-                     "--compare-env", "--rounds", "2", "--json", str(out)]) == 0
+    assert cli.main(["bench", "--backend", "cpu", "--protocol", "B", "--envs", "2", "--warmup", "0",
+                     "--steps", "2", "--compare-env", "--rounds", "2", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert [r["protocol"] for r in doc["rows"]] == ["B", "B/env", "B", "B/env"]
     (layer,) = doc["python_layer"]
@@ -64,8 +64,8 @@ def test_the_cuda_backend_is_a_clear_error_without_a_gpu_build(capsys):
 
 def test_a_cpu_row_carries_no_device_report_and_its_json_names_no_gpu(tmp_path):
     out = tmp_path / "cpu.json"
-    assert cli.main(["bench", "--protocol", "A", "--envs", "1", "--warmup", "0", "--steps", "1",
-                     "--json", str(out)]) == 0
+    assert cli.main(["bench", "--backend", "cpu", "--protocol", "A", "--envs", "1", "--warmup", "0",
+                     "--steps", "1", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["rows"][0]["device"] is None and "gpu" not in doc["machine"]
 
@@ -111,3 +111,27 @@ def test_a_cuda_row_takes_the_batchs_report_and_survives_a_failed_one(smb_rom, m
     row = bench.run("B", 2, backend="cuda", warmup=0, steps=1, rom=smb_rom)
     assert row.device is None and row.env_steps_per_s > 0
     assert "no device report for B at 2 envs: CUDA_ERROR_INVALID_CONTEXT" in capsys.readouterr().err
+
+
+def test_the_default_backend_is_cuda_where_it_runs_else_the_cpu(monkeypatch):
+    import nesle
+
+    monkeypatch.setattr(nesle.vector, "cuda_available", lambda device=0: (True, "CUDA device 0: X"))
+    assert bench.pick_backend("auto") == "cuda"
+    monkeypatch.setattr(nesle.vector, "cuda_available", lambda device=0: (False, "no driver"))
+    assert bench.pick_backend("auto") == "cpu"
+    # Asked for by name: kept (and a clear error when it cannot run, as tested above).
+    assert bench.pick_backend("cuda") == "cuda"
+
+
+@pytest.mark.rom
+def test_without_env_counts_a_run_takes_its_backends_defaults(tmp_path, monkeypatch, capsys):
+    import nesle
+
+    monkeypatch.setattr(nesle.vector, "cuda_available", lambda device=0: (False, "no driver"))
+    out = tmp_path / "defaults.json"
+    assert cli.main(["bench", "--protocol", "A", "--warmup", "0", "--steps", "1", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert [(r["backend"], r["envs"]) for r in doc["rows"]] == [("cpu", n) for n in bench.DEFAULT_ENVS["cpu"]]
+    assert "backend: cpu" in capsys.readouterr().out
+    assert bench.DEFAULT_ENVS["cuda"] == [1, 4096, 16384, 65536, 131072]
