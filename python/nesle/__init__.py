@@ -2,7 +2,8 @@
 
 The emulator runs in Rust (``nesle._native``); this package adds ROM files (:mod:`nesle.roms`),
 per-game RAM logic (:mod:`nesle.games`), environments (:func:`make`, :func:`make_vec`, and
-:mod:`nesle.sb3` for Stable-Baselines3) and the command line (:mod:`nesle.cli`).
+:mod:`nesle.sb3` for Stable-Baselines3), a PPO trainer (:mod:`nesle.ppo`, needs torch; not
+imported here) and the command line (:mod:`nesle.cli`).
 
 Importing nesle registers gymnasium ids: ``nesle/SuperMarioBros-v0`` (the whole game from 1-1),
 ``nesle/SuperMarioBros-<world>-<stage>-v0`` for the 32 stages (one stage: episodes end on a
@@ -10,7 +11,8 @@ lost life or the flag, as gym-super-mario-bros' single-stage envs), and ``nesle/
 They observe ``"rgb"`` like the gym-* packages; ``gymnasium.make_vec(id, n)`` builds one native
 batch of n consoles.
 
-Backends: ``CpuBatch`` steps N consoles on all CPU cores; a GPU backend comes later.
+Backends: ``CpuBatch`` steps N consoles on all CPU cores; ``_native.CudaBatch`` runs them in
+CUDA kernels (``make_vec(backend="auto")`` picks it when a GPU is present).
 """
 
 from nesle._native import (

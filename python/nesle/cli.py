@@ -14,6 +14,9 @@
     nesle record ROM --out run.gif|run.png|run.mp4 [--frames N] [--every K] [--actions ...]
                                   the same, recorded: a GIF or animated PNG of the exact
                                   palette indices (MP4 needs imageio-ffmpeg); see nesle.record
+    nesle train [GAME] [--steps N] [--envs N] [--obs ram|gray84] [--out DIR] [...]
+                                  PPO on the best backend here (nesle.ppo; needs torch): a log
+                                  line per update, the agent saved as DIR/agent.pt
 """
 
 from __future__ import annotations
@@ -237,6 +240,52 @@ def _record(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train(args: argparse.Namespace) -> int:
+    try:
+        from nesle import ppo
+    except ImportError as e:
+        print(f"error: nesle train needs torch ({e}); pip install 'nesle[torch]'", file=sys.stderr)
+        return 2
+    reward = args.reward
+    if reward is not None and reward.startswith("{"):
+        import json
+
+        reward = json.loads(reward)
+    run = ppo.Args(
+        game=args.game, backend=args.backend, device=args.device, num_envs=args.envs,
+        obs=args.obs, frameskip=args.frameskip, action_space=args.actions, reward=reward,
+        done=args.done, start_states=args.start, max_episode_steps=args.max_episode_steps,
+        total_steps=args.steps, num_steps=args.num_steps, learning_rate=args.lr,
+        num_minibatches=args.minibatches, update_epochs=args.epochs, ent_coef=args.ent_coef,
+        seed=args.seed, out=str(args.out) if args.out else None,
+    )  # fmt: skip
+    try:
+        ppo.check(run)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    _load_or_fetch(args.game)  # a known game missing here is fetched first
+
+    def show(row: dict[str, float]) -> None:
+        line = (f"update {int(row['update']):>4}  steps {int(row['steps']):>11,}  "
+                f"{row['steps_per_second']:>9,.0f} steps/s  entropy {row['entropy']:.3f}  "
+                f"reward/step {row['reward_per_step']:6.2f}")  # fmt: skip
+        if row["episodes"]:
+            line += f"  episodes {int(row['episodes']):>5}  return {row['episode_return']:8.1f}"
+            line += "".join(f"  {k[len('episode_'):]} {row[k]:.1f}" for k in args.show if k in row)
+        print(line, flush=True)
+
+    args.show = [f"episode_{k}" for k in args.log_info.split(",") if k]
+    result = ppo.train(run, on_update=show)
+    done = result.args
+    print(f"trained: {result.steps:,} steps in {result.seconds:.1f} s "
+          f"({result.steps_per_second:,.0f} env-steps/s, {done.num_envs} envs, {done.backend} "
+          f"backend)")  # fmt: skip
+    if result.checkpoint is not None:
+        print(f"agent:   {result.checkpoint} (nesle.ppo.load)")
+    return 0
+
+
 def _add_run_args(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("rom", help="ROM path or game name")
     cmd.add_argument("--frames", type=_positive, help="frames to run from power-on "
@@ -303,6 +352,37 @@ def parser() -> argparse.ArgumentParser:
     rec.add_argument("--every", type=_positive, default=2,
                      help="keep every K-th frame (default 2: 30 images/s)")  # fmt: skip
     rec.set_defaults(func=_record)
+
+    train = sub.add_parser("train", help="train a PPO agent (needs torch)")
+    train.add_argument("game", nargs="?", default="smb", help="game name or ROM path (default smb)")
+    train.add_argument("--steps", type=_positive, default=10_000_000,
+                       help="env steps to train for (default 10,000,000)")
+    train.add_argument("--envs", type=_positive,
+                       help="consoles at once (default 16,384 on CUDA, 8 per core on the CPU)")
+    train.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"])
+    train.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
+    train.add_argument("--obs", default="ram", choices=list(("ram", "gray84")),
+                       help="ram (an MLP over the 2,048 bytes; default) or gray84 (convolutions "
+                            "over 4 stacked 84x84 frames)")
+    train.add_argument("--frameskip", type=_positive, default=4)
+    train.add_argument("--actions", help="action set (right_only, simple, complex, ...; "
+                       "default: the game's)")  # fmt: skip
+    train.add_argument("--reward", help="the env's reward option (SMB: gym or shaped, or JSON "
+                       "weights such as '{\"death\": -100}')")  # fmt: skip
+    train.add_argument("--done", help="the env's done option (SMB: life, stage, game_over)")
+    train.add_argument("--start", help="start states (SMB: a stage such as 1-2; default 1-1)")
+    train.add_argument("--max-episode-steps", type=_positive)
+    train.add_argument("--num-steps", type=_positive, default=64, help="steps per env a rollout")
+    train.add_argument("--lr", type=float, default=2.5e-4, help="learning rate (default 2.5e-4)")
+    train.add_argument("--minibatches", type=_positive, default=8)
+    train.add_argument("--epochs", type=_positive, default=4)
+    train.add_argument("--ent-coef", type=float, default=0.01)
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--out", type=Path, help="folder for agent.pt, args.json and log.jsonl")
+    train.add_argument("--log-info", default="x_pos,flag_get,number_of_lines",
+                       help="final-info entries to print per update, where the game has them "
+                            "(default x_pos,flag_get,number_of_lines)")
+    train.set_defaults(func=_train)
     return p
 
 

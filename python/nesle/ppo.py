@@ -1,0 +1,651 @@
+"""PPO on a nesle vector environment, in one file: the ``Args``, the ``Agent``, then the loop.
+
+Proximal Policy Optimization (Schulman et al. 2017, arXiv:1707.06347) with generalized advantage
+estimation (Schulman et al. 2016, arXiv:1506.02438), written in the manner of CleanRL's
+``ppo_atari_envpool.py``: one straight loop, the paper's symbols (``gamma``, ``gae_lambda``,
+``clip_coef``), every knob a field of :class:`Args`.
+
+Everything stays on the environment's device. On the CUDA backend the env already returns
+torch tensors on the GPU (observations, rewards, terminations, infos) and takes the sampled
+actions as a CUDA tensor, so the rollout buffer, the advantages and the updates never leave the
+GPU; the host reads a handful of numbers once per update for the log. On the CPU backend the
+same code runs with CPU tensors (NumPy arrays wrapped without a copy).
+
+One rollout is ``num_steps`` steps of all ``num_envs`` envs; then ``update_epochs`` passes over
+it in ``num_minibatches`` shuffled minibatches. Notation, per env: the step t from ``s_t`` with
+action ``a_t`` gives ``r_t`` and ``done_t`` (the episode ended during the step); the env resets
+in the same step (``AutoresetMode.SAME_STEP``), so ``s_{t+1}`` is then the next episode's first
+observation and the return is cut there: ``delta_t = r_t + gamma V(s_{t+1}) (1 - done_t) -
+V(s_t)``. An episode cut by ``max_episode_steps`` (truncated, not terminated) is bootstrapped
+instead from its last observation (``infos["final_obs"]``): ``r_t += gamma V(final_obs)``.
+
+The trainer knows no game: the reward is the env's (``reward=``, e.g. SMB's ``"shaped"``), and
+the log reports, for the episodes that ended, their return, length and the mean of every numeric
+entry of the game's final info (for SMB ``x_pos``, ``flag_get``; for Tetris the lines).
+
+    from nesle import ppo
+    result = ppo.train(ppo.Args(game="smb", total_steps=2_000_000))
+    agent = ppo.load(result.checkpoint)       # an Agent, ready for agent.act(obs)
+
+or ``nesle train smb --steps 2000000 --out runs/smb``. Needs torch (``pip install nesle[torch]``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+import nesle
+
+#: Observation modes the agent has a network for: RAM bytes through an MLP, 84x84 gray
+#: frames through the Nature DQN convolutions (Mnih et al. 2015).
+NETWORKS = {"ram": "mlp", "gray84": "cnn"}
+
+
+@dataclass
+class Args:
+    """Every setting of a run. The defaults train SMB from World 1-1 on RAM observations."""
+
+    game: str = "smb"
+    """A game name (``nesle.roms``) or a ROM path."""
+    backend: str = "auto"
+    """``"auto"`` (CUDA when present, else the CPU), ``"cuda"`` or ``"cpu"``."""
+    device: int = 0
+    """The CUDA device."""
+    num_envs: int | None = None
+    """Consoles run at once; None: 16,384 on CUDA, 8 per CPU core on the CPU."""
+    obs: str = "ram"
+    """``"ram"`` (2,048 bytes, an MLP) or ``"gray84"`` (84x84 frames, convolutions)."""
+    frame_stack: int | None = None
+    """Frames stacked per observation; None: 4 for ``gray84``, 1 for ``ram``."""
+    frameskip: int = 4
+    """Frames each action is held for (one env step)."""
+    action_space: str | None = None
+    """An action set of ``nesle.actions`` (``"right_only"``, ``"simple"``, ...); None: the
+    game's default."""
+    reward: Any = None
+    """The env's ``reward=`` option (SMB: None for gym-super-mario-bros', ``"shaped"``)."""
+    done: Any = None
+    """The env's ``done=`` option (SMB: ``"life"`` by default)."""
+    start_states: Any = None
+    """The env's ``start_states=`` option (SMB: e.g. ``"1-1"``; None: the game's default)."""
+    max_episode_steps: int | None = None
+    """Truncate episodes after this many steps (bootstrapped, not counted as an end)."""
+    total_steps: int = 10_000_000
+    """Env steps to train for (summed over envs); rounded up to whole rollouts."""
+    num_steps: int = 64
+    """Steps per env in one rollout (the rollout holds ``num_envs * num_steps`` samples)."""
+    learning_rate: float = 2.5e-4
+    """Adam's step size."""
+    anneal_lr: bool = True
+    """Decay the learning rate linearly to 0 over the run."""
+    gamma: float = 0.99
+    """The discount factor."""
+    gae_lambda: float = 0.95
+    """GAE's lambda."""
+    num_minibatches: int = 8
+    """Minibatches per epoch."""
+    update_epochs: int = 4
+    """Passes over each rollout."""
+    norm_adv: bool = True
+    """Normalize advantages within each minibatch."""
+    clip_coef: float = 0.1
+    """The surrogate objective's clip epsilon."""
+    clip_vloss: bool = True
+    """Clip the value loss around the rollout's values, as PPO's reference code does."""
+    ent_coef: float = 0.01
+    """Weight of the entropy bonus."""
+    vf_coef: float = 0.5
+    """Weight of the value loss."""
+    max_grad_norm: float = 0.5
+    """Clip the gradient's global norm to this."""
+    target_kl: float | None = None
+    """Stop an update's epochs early when the approximate KL passes this."""
+    norm_reward: bool = True
+    """Divide rewards by a running std of the discounted return (gymnasium's
+    ``NormalizeReward``), so that one set of coefficients suits games whose rewards differ in
+    scale by 100x. The log reports the raw return."""
+    hidden: int = 256
+    """Width of the MLP's two hidden layers (``ram``); the CNN's is 512."""
+    seed: int = 0
+    """Seeds torch and the env: the same seed, backend and settings give the same run."""
+    torch_deterministic: bool = True
+    """``torch.backends.cudnn.deterministic``."""
+    out: str | None = None
+    """A folder for ``agent.pt`` and ``log.jsonl``; None: nothing is written."""
+
+    def resolved(self, backend: str) -> Args:
+        """These args with the defaults that depend on the backend filled in."""
+        import os
+
+        num_envs = self.num_envs
+        if num_envs is None:
+            num_envs = 16_384 if backend == "cuda" else 8 * (os.cpu_count() or 1)
+        frame_stack = self.frame_stack or (4 if self.obs == "gray84" else 1)
+        return dataclasses.replace(self, backend=backend, num_envs=num_envs, frame_stack=frame_stack)
+
+
+def check(args: Args) -> None:
+    """Raise ``ValueError`` naming the first setting that cannot run."""
+    if args.obs not in NETWORKS:
+        raise ValueError(f"obs must be one of {list(NETWORKS)} to train, got {args.obs!r}")
+    positive = ("total_steps", "num_steps", "num_minibatches", "update_epochs", "hidden")
+    for name in positive:
+        value = getattr(args, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    for name in ("num_envs", "frame_stack"):
+        value = getattr(args, name)
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+    for name in ("gamma", "gae_lambda"):
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {getattr(args, name)!r}")
+    for name in ("learning_rate", "clip_coef", "max_grad_norm"):
+        if not getattr(args, name) > 0:
+            raise ValueError(f"{name} must be positive, got {getattr(args, name)!r}")
+
+
+# --- the agent ---
+
+
+def layer_init(layer: nn.Module, std: float = math.sqrt(2), bias: float = 0.0) -> nn.Module:
+    """Orthogonal weights, constant bias: PPO's reference initialisation."""
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.constant_(layer.bias, bias)
+    return layer
+
+
+class Agent(nn.Module):
+    """A shared trunk with a policy head (logits over the env's actions) and a value head.
+
+    The trunk takes the observation as the env gives it (uint8, ``(k, 2048)`` RAM or
+    ``(k, 84, 84)`` frames with ``k`` stacked) and scales it to [0, 1]."""
+
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, network: str, hidden: int = 256):
+        super().__init__()
+        self.obs_shape = tuple(int(d) for d in obs_shape)
+        self.num_actions = int(num_actions)
+        self.network = network
+        self.hidden = hidden
+        self.args: dict[str, Any] | None = None  # the run's args, once loaded (load)
+        if network == "mlp":
+            width = int(np.prod(obs_shape))
+            self.trunk = nn.Sequential(
+                nn.Flatten(),
+                layer_init(nn.Linear(width, hidden)),
+                nn.ReLU(),
+                layer_init(nn.Linear(hidden, hidden)),
+                nn.ReLU(),
+            )
+            features = hidden
+        elif network == "cnn":
+            channels = obs_shape[0] if len(obs_shape) == 3 else 1
+            self.trunk = nn.Sequential(
+                # One frame (84, 84) -> one channel (1, 84, 84).
+                nn.Unflatten(1, (1, 84)) if len(obs_shape) == 2 else nn.Identity(),
+                layer_init(nn.Conv2d(channels, 32, 8, stride=4)),
+                nn.ReLU(),
+                layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+                nn.ReLU(),
+                layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+                nn.ReLU(),
+                nn.Flatten(),
+                layer_init(nn.Linear(64 * 7 * 7, 512)),
+                nn.ReLU(),
+            )
+            features = 512
+        else:
+            raise ValueError(f"network must be 'mlp' or 'cnn', got {network!r}")
+        # Small policy weights start near the uniform policy; the value head at unit scale.
+        self.actor = layer_init(nn.Linear(features, num_actions), std=0.01)
+        self.critic = layer_init(nn.Linear(features, 1), std=1.0)
+
+    def features(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.trunk(obs.float() / 255.0)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """V(s): (B,) float32."""
+        return self.critic(self.features(obs)).squeeze(-1)
+
+    def act_and_value(
+        self, obs: torch.Tensor, action: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(a, log pi(a|s), the policy's entropy, V(s)); ``a`` is sampled unless given."""
+        h = self.features(obs)
+        dist = torch.distributions.Categorical(logits=self.actor(h))
+        if action is None:
+            action = dist.sample()
+        return action, dist.log_prob(action), dist.entropy(), self.critic(h).squeeze(-1)
+
+    @torch.no_grad()
+    def act(
+        self, obs: Any, greedy: bool = False, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        """Actions for a batch of observations (a tensor or NumPy array, on any device): sampled
+        from the policy (with ``generator``, else torch's global one), or with ``greedy`` the
+        most likely."""
+        device = next(self.parameters()).device
+        logits = self.actor(self.features(torch.as_tensor(obs, device=device)))
+        if greedy:
+            return logits.argmax(-1)
+        return torch.multinomial(logits.softmax(-1), 1, generator=generator).squeeze(-1)
+
+
+def save(agent: Agent, path: str | Path, args: Args | None = None) -> Path:
+    """Write the agent's weights and shape (and the run's args) to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(
+        {
+            "format": "nesle-ppo-1",
+            "obs_shape": [int(d) for d in agent.obs_shape],
+            "num_actions": int(agent.num_actions),  # gymnasium's Discrete.n is a NumPy int
+            "network": agent.network,
+            "hidden": agent.hidden,
+            # JSON's types only, so that loading needs no pickled objects (a reward callable
+            # is kept by its name).
+            "args": _plain(dataclasses.asdict(args)) if args is not None else None,
+            "state_dict": agent.state_dict(),
+        },
+        path,
+    )
+    return path
+
+
+def _plain(value: dict[str, Any]) -> dict[str, Any]:
+    plain: dict[str, Any] = json.loads(json.dumps(value, default=str))
+    return plain
+
+
+def load(path: str | Path, device: str | torch.device = "cpu") -> Agent:
+    """An :class:`Agent` saved by :func:`save` (or by :func:`train` as ``agent.pt``), in eval
+    mode on ``device``. Its run's args are in ``agent.args`` (a dict, or None)."""
+    try:
+        blob = torch.load(Path(path), map_location=device, weights_only=True)
+    except OSError:  # a missing or unreadable file says so itself
+        raise
+    except Exception as e:  # truncated, not torch's format, or objects weights_only refuses
+        raise ValueError(f"{path} is not a nesle PPO agent: {type(e).__name__}: {e}") from e
+    if not isinstance(blob, dict) or blob.get("format") != "nesle-ppo-1":
+        raise ValueError(f"{path} is not a nesle PPO agent (saved by nesle.ppo.save)")
+    agent = Agent(tuple(blob["obs_shape"]), blob["num_actions"], blob["network"], blob["hidden"])
+    agent.load_state_dict(blob["state_dict"])
+    agent.args = blob["args"]
+    return agent.to(device).eval()
+
+
+# --- what the loop keeps besides the rollout ---
+
+
+class RewardScaler:
+    """Rewards divided by the running std of each env's discounted return (gymnasium's
+    ``NormalizeReward``), kept on the device; the statistics in float64."""
+
+    def __init__(self, num_envs: int, gamma: float, device: torch.device, epsilon: float = 1e-8):
+        self.gamma, self.epsilon = gamma, epsilon
+        self.ret = torch.zeros(num_envs, dtype=torch.float64, device=device)
+        self.mean = torch.zeros((), dtype=torch.float64, device=device)
+        self.var = torch.ones((), dtype=torch.float64, device=device)
+        self.count = 1e-4
+
+    def __call__(self, reward: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+        self.ret = self.ret * self.gamma + reward
+        # Chan et al.'s parallel update of (mean, var) with this batch of returns.
+        n = self.ret.numel()
+        batch_mean, batch_var = self.ret.mean(), self.ret.var(unbiased=False)
+        delta, total = batch_mean - self.mean, self.count + n
+        self.mean = self.mean + delta * n / total
+        m2 = self.var * self.count + batch_var * n + delta**2 * self.count * n / total
+        self.var, self.count = m2 / total, total
+        self.ret = torch.where(done, 0.0, self.ret)
+        return (reward / torch.sqrt(self.var + self.epsilon)).float()
+
+
+class EpisodeStats:
+    """Sums over the episodes that end, kept on the device and read once per update: their
+    raw return and length, and every numeric entry of the game's final info."""
+
+    def __init__(self, num_envs: int, device: torch.device):
+        self.device = device
+        self.ret = torch.zeros(num_envs, dtype=torch.float64, device=device)
+        self.len = torch.zeros(num_envs, dtype=torch.int64, device=device)
+        self.sums: dict[str, torch.Tensor] = {}
+
+    def _add(self, key: str, value: torch.Tensor) -> None:
+        if key in self.sums:
+            self.sums[key] += value
+        else:
+            self.sums[key] = value.clone()
+
+    def record(self, reward: torch.Tensor, done: torch.Tensor, info: dict[str, Any]) -> None:
+        self.ret += reward
+        self.len += 1
+        d = done.to(torch.float64)
+        self._add("episodes", d.sum())
+        self._add("return", (self.ret * d).sum())
+        self._add("length", (self.len.to(torch.float64) * d).sum())
+        final = info.get("final_info")
+        if isinstance(final, dict):
+            for key, value in final.items():
+                if key.startswith("_") or key == "elapsed_steps":
+                    continue
+                v = value if isinstance(value, torch.Tensor) else _numeric(value)
+                if v is None or v.dtype in (torch.complex64, torch.complex128):
+                    continue
+                v = v.to(self.device, torch.float64)
+                if v.shape == done.shape:
+                    self._add(key, torch.where(done, v, 0.0).sum())
+        self.ret = torch.where(done, 0.0, self.ret)
+        self.len = torch.where(done, 0, self.len)
+
+    def take(self) -> dict[str, float]:
+        """The means over the episodes ended since the last call (one read from the device);
+        ``episodes`` is how many."""
+        if not self.sums:
+            return {"episodes": 0}
+        keys = list(self.sums)
+        values = torch.stack([self.sums[k] for k in keys]).cpu().tolist()
+        self.sums = {}
+        got = dict(zip(keys, values))
+        n = got.pop("episodes")
+        out: dict[str, float] = {"episodes": int(n)}
+        if n:
+            out.update({f"episode_{k}": v / n for k, v in got.items()})
+        return out
+
+
+def _numeric(value: Any) -> torch.Tensor | None:
+    """A NumPy info entry as a tensor, or None for names and other non-numbers."""
+    a = np.asarray(value)
+    if a.dtype == bool or np.issubdtype(a.dtype, np.number):
+        return torch.from_numpy(a.astype(np.float64))
+    return None
+
+
+def _final_obs(info: dict[str, Any], mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """The observations before the reset, where ``mask`` (the CUDA backend gives one tensor;
+    the CPU backend an object array, None where no episode ended)."""
+    final = info["final_obs"]
+    if isinstance(final, torch.Tensor):
+        return final
+    out = like.clone()
+    for i in np.flatnonzero(mask.cpu().numpy()):
+        out[i] = torch.from_numpy(np.asarray(final[i]))
+    return out
+
+
+def gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    dones: torch.Tensor,
+    next_value: torch.Tensor,
+    gamma: float,
+    gae_lambda: float,
+) -> torch.Tensor:
+    """Generalized advantage estimates of a rollout, (T, N) each: ``dones[t]`` is 1 where the
+    episode ended during step t, and ``next_value`` is V(s_T) after the last step.
+
+    ``delta_t = r_t + gamma V(s_{t+1}) (1 - done_t) - V(s_t)``, and
+    ``A_t = delta_t + gamma lambda (1 - done_t) A_{t+1}``."""
+    advantages = torch.zeros_like(rewards)
+    last = torch.zeros_like(next_value)
+    for t in reversed(range(rewards.shape[0])):
+        v_next = next_value if t == rewards.shape[0] - 1 else values[t + 1]
+        not_done = 1.0 - dones[t]
+        delta = rewards[t] + gamma * v_next * not_done - values[t]
+        last = delta + gamma * gae_lambda * not_done * last
+        advantages[t] = last
+    return advantages
+
+
+@dataclass
+class Result:
+    """What :func:`train` returns."""
+
+    args: Args
+    """The args as run (defaults resolved)."""
+    agent: Agent
+    steps: int
+    """Env steps taken."""
+    seconds: float
+    """Wall time of the loop (rollouts and updates; the env's set-up excluded)."""
+    log: list[dict[str, float]] = field(default_factory=list)
+    """One row per update."""
+    checkpoint: Path | None = None
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+
+def _as_tensor(x: Any, device: torch.device, dtype: torch.dtype | None = None) -> torch.Tensor:
+    if isinstance(x, torch.Tensor):
+        return x if dtype is None else x.to(dtype)
+    return torch.as_tensor(np.asarray(x), device=device, dtype=dtype)
+
+
+# --- the loop, and a measure of what it learned ---
+
+
+def make_env(args: Args, num_envs: int | None = None, seed: int | None = None) -> Any:
+    """The vector env a run of ``args`` trains on (``args`` resolved: see :meth:`Args.resolved`)."""
+    return nesle.make_vec(
+        args.game,
+        num_envs=num_envs or args.num_envs or 1,
+        backend=args.backend,
+        device=args.device,
+        frameskip=args.frameskip,
+        obs=args.obs,
+        frame_stack=args.frame_stack or 1,
+        action_space=args.action_space,
+        reward=args.reward,
+        done=args.done,
+        start_states=args.start_states,
+        max_episode_steps=args.max_episode_steps,
+        seed=args.seed if seed is None else seed,
+    )
+
+
+@torch.no_grad()
+def evaluate(
+    agent: Agent, args: Args, num_envs: int = 16, max_steps: int = 5000, seed: int = 12345,
+    greedy: bool = False,
+) -> dict[str, float]:  # fmt: skip
+    """Each of ``num_envs`` envs (the settings of ``args``, resolved) plays one episode with
+    ``agent``; the means over those episodes of the raw return, the length and the game's final
+    info (as :func:`train` logs them), and ``unfinished``: envs still playing after
+    ``max_steps`` (left out of the means). The same seed gives the same episodes: it seeds the
+    env and the actions' draws."""
+    env = make_env(args, num_envs, seed)
+    try:
+        device = next(agent.parameters()).device
+        generator = torch.Generator(device).manual_seed(seed)
+        stats = EpisodeStats(num_envs, device)
+        finished = torch.zeros(num_envs, dtype=torch.bool, device=device)
+        obs = _as_tensor(env.reset(seed=seed)[0], device)
+        for _ in range(max_steps):
+            action = agent.act(obs, greedy, generator)
+            obs, reward, terminated, truncated, info = env.step(
+                action if env.backend == "cuda" else action.cpu().numpy()
+            )
+            obs = _as_tensor(obs, device)
+            done = _as_tensor(terminated, device, torch.bool) | _as_tensor(truncated, device, torch.bool)
+            stats.record(_as_tensor(reward, device, torch.float64), done & ~finished, info)
+            finished |= done
+            if bool(finished.all()):
+                break
+        result = stats.take()
+        result["unfinished"] = int((~finished).sum())
+        return result
+    finally:
+        env.close()
+
+
+def train(args: Args, on_update: Callable[[dict[str, float]], None] | None = None) -> Result:
+    """Train an agent with PPO; ``on_update`` gets each update's log row as it is made."""
+    check(args)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    backend = args.backend
+    if backend == "auto":
+        backend = "cuda" if nesle.vector.cuda_available(args.device)[0] else "cpu"
+    args = args.resolved(backend)
+    assert args.num_envs is not None and args.frame_stack is not None
+
+    envs = make_env(args)
+    try:
+        return _train(args, envs, on_update)
+    finally:
+        envs.close()
+
+
+def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] | None) -> Result:
+    device = torch.device("cuda", args.device) if envs.backend == "cuda" else torch.device("cpu")
+    n, t_max = envs.num_envs, args.num_steps
+    obs_shape = envs.single_observation_space.shape
+    agent = Agent(obs_shape, envs.single_action_space.n, NETWORKS[args.obs], args.hidden).to(device)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+
+    # The rollout, on the env's device.
+    obs = torch.zeros((t_max, n, *obs_shape), dtype=torch.uint8, device=device)
+    actions = torch.zeros((t_max, n), dtype=torch.int64, device=device)
+    logprobs = torch.zeros((t_max, n), device=device)
+    rewards = torch.zeros((t_max, n), device=device)
+    dones = torch.zeros((t_max, n), device=device)
+    values = torch.zeros((t_max, n), device=device)
+
+    scaler = RewardScaler(n, args.gamma, device) if args.norm_reward else None
+    stats = EpisodeStats(n, device)
+    # Truncation only happens with a step limit; without one no step pays for V(final_obs).
+    can_truncate = args.max_episode_steps is not None
+    batch_size = n * t_max
+    minibatch_size = max(batch_size // args.num_minibatches, 1)
+    num_updates = -(-args.total_steps // batch_size)
+    log: list[dict[str, float]] = []
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "args.json").write_text(json.dumps(_plain(dataclasses.asdict(args)), indent=1))
+        (out / "log.jsonl").write_text("")
+
+    next_obs = _as_tensor(envs.reset(seed=args.seed)[0], device)
+    steps = 0
+    start = time.perf_counter()
+    for update in range(1, num_updates + 1):
+        lr = args.learning_rate
+        if args.anneal_lr:
+            lr *= 1.0 - (update - 1.0) / num_updates
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        t_update = time.perf_counter()
+        reward_sum = torch.zeros((), dtype=torch.float64, device=device)
+
+        # Rollout: num_steps steps of every env, the policy sampled on the device.
+        for t in range(t_max):
+            obs[t] = next_obs
+            with torch.no_grad():
+                action, logprob, _, value = agent.act_and_value(next_obs)
+            actions[t], logprobs[t], values[t] = action, logprob, value
+            step_action = action if envs.backend == "cuda" else action.numpy()
+            next_obs, reward, terminated, truncated, info = envs.step(step_action)
+            next_obs = _as_tensor(next_obs, device)
+            reward = _as_tensor(reward, device, torch.float64)
+            terminated = _as_tensor(terminated, device, torch.bool)
+            truncated = _as_tensor(truncated, device, torch.bool)
+            done = terminated | truncated
+            stats.record(reward, done, info)
+            reward_sum += reward.sum()
+            if can_truncate and (envs.backend == "cuda" or bool(truncated.any())):
+                with torch.no_grad():
+                    v_final = agent.value(_final_obs(info, truncated, next_obs)).double()
+                reward = reward + args.gamma * torch.where(truncated, v_final, 0.0)
+            rewards[t] = scaler(reward, done) if scaler is not None else reward.float()
+            dones[t] = done.float()
+        steps += batch_size
+
+        with torch.no_grad():
+            advantages = gae(rewards, values, dones, agent.value(next_obs), args.gamma, args.gae_lambda)
+            returns = advantages + values
+
+        # Update: update_epochs passes of shuffled minibatches.
+        b_obs = obs.reshape(batch_size, *obs_shape)
+        b_actions, b_logprobs = actions.reshape(-1), logprobs.reshape(-1)
+        b_advantages, b_returns, b_values = advantages.reshape(-1), returns.reshape(-1), values.reshape(-1)
+        clip_fracs = []
+        for _epoch in range(args.update_epochs):
+            order = torch.randperm(batch_size, device=device)
+            for begin in range(0, batch_size, minibatch_size):
+                mb = order[begin : begin + minibatch_size]
+                _, new_logprob, entropy, new_value = agent.act_and_value(b_obs[mb], b_actions[mb])
+                log_ratio = new_logprob - b_logprobs[mb]
+                ratio = log_ratio.exp()
+                with torch.no_grad():
+                    # Schulman's unbiased, positive estimator of KL(old || new).
+                    approx_kl = ((ratio - 1) - log_ratio).mean()
+                    clip_fracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
+                mb_adv = b_advantages[mb]
+                if args.norm_adv and mb_adv.numel() > 1:
+                    mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+                pg_loss = torch.max(
+                    -mb_adv * ratio, -mb_adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)
+                ).mean()
+                if args.clip_vloss:
+                    v_clipped = b_values[mb] + (new_value - b_values[mb]).clamp(
+                        -args.clip_coef, args.clip_coef
+                    )
+                    v_loss = 0.5 * torch.max(
+                        (new_value - b_returns[mb]) ** 2, (v_clipped - b_returns[mb]) ** 2
+                    ).mean()
+                else:
+                    v_loss = 0.5 * ((new_value - b_returns[mb]) ** 2).mean()
+                entropy_loss = entropy.mean()
+                loss = pg_loss - args.ent_coef * entropy_loss + args.vf_coef * v_loss
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                optimizer.step()
+            if args.target_kl is not None and approx_kl.item() > args.target_kl:
+                break
+
+        # The log: one read of the device's numbers per update.
+        with torch.no_grad():
+            var_y = b_returns.var()
+            explained = 1.0 - (b_returns - b_values).var() / var_y
+        numbers = torch.stack(
+            [pg_loss.detach(), v_loss.detach(), entropy_loss.detach(), approx_kl,
+             torch.stack(clip_fracs).mean(), explained, reward_sum / batch_size]
+        ).cpu().tolist()  # fmt: skip
+        now = time.perf_counter()
+        row: dict[str, float] = {
+            "update": update,
+            "steps": steps,
+            "seconds": now - start,
+            "steps_per_second": batch_size / max(now - t_update, 1e-9),
+            "learning_rate": lr,
+            # reward_per_step: the raw reward's mean over the rollout's steps, unlike the
+            # episodes' means blind to which episodes were short enough to end in it.
+            **dict(zip(["policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",
+                        "explained_variance", "reward_per_step"], numbers)),  # fmt: skip
+            **stats.take(),
+        }
+        log.append(row)
+        if out is not None:
+            with (out / "log.jsonl").open("a") as f:
+                f.write(json.dumps(row) + "\n")
+        if on_update is not None:
+            on_update(row)
+
+    seconds = time.perf_counter() - start
+    checkpoint = save(agent, out / "agent.pt", args) if out is not None else None
+    return Result(args, agent, steps, seconds, log, checkpoint)
