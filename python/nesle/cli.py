@@ -17,11 +17,14 @@
     nesle train [GAME] [--steps N] [--envs N] [--obs ram|gray84] [--out DIR] [...]
                                   PPO on the best backend here (nesle.ppo; needs torch): a log
                                   line per update, the agent saved as DIR/agent.pt
+    nesle record --agent DIR/agent.pt --out run.gif [--greedy] [--seed S]
+                                  one episode of a trained agent, recorded
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass
@@ -213,7 +216,41 @@ def _play(args: argparse.Namespace) -> int:
     return 0
 
 
+def _record_agent(args: argparse.Namespace) -> int:
+    try:
+        from nesle import ppo
+    except ImportError as e:
+        print(f"error: --agent needs torch ({e}); pip install 'nesle[torch]'", file=sys.stderr)
+        return 2
+    from nesle import record
+
+    try:
+        record.check_out(args.out, record.FORMATS)
+        agent = ppo.load(args.agent)
+        run = ppo.args_of(agent)
+    except (record.RecordError, ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    # One console: the CPU backend, whatever the agent trained on (the same emulation).
+    run = dataclasses.replace(run, backend="cpu", game=args.rom or run.game).resolved("cpu")
+    _load_or_fetch(run.game)
+    r = ppo.record(agent, run, args.out, seed=args.seed, greedy=args.greedy,
+                   max_steps=max(args.frames // run.frameskip, 1) if args.frames else 5000)  # fmt: skip
+    size = args.out.stat().st_size
+    what = "greedy" if args.greedy else f"sampled, seed {args.seed}"
+    line = f"episode: return {r.get('episode_return', float('nan')):.1f}, "
+    line += f"{r.get('episode_length', 0):.0f} steps" if r["episodes"] else "not ended"
+    print(f"{line} ({what}; agent {args.agent})")
+    print(f"wrote:   {args.out} ({size / 1024:,.0f} KiB)")
+    return 0
+
+
 def _record(args: argparse.Namespace) -> int:
+    if args.agent is not None:
+        return _record_agent(args)
+    if args.rom is None:
+        print("error: nesle record needs a ROM (or --agent)", file=sys.stderr)
+        return 2
     from nesle import record
 
     try:
@@ -286,8 +323,12 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_run_args(cmd: argparse.ArgumentParser) -> None:
-    cmd.add_argument("rom", help="ROM path or game name")
+def _add_run_args(cmd: argparse.ArgumentParser, rom_optional: bool = False) -> None:
+    if rom_optional:
+        cmd.add_argument("rom", nargs="?", help="ROM path or game name (with --agent: the "
+                         "agent's game by default)")  # fmt: skip
+    else:
+        cmd.add_argument("rom", help="ROM path or game name")
     cmd.add_argument("--frames", type=_positive, help="frames to run from power-on "
                      "(default: a script's length, else 600)")  # fmt: skip
     cmd.add_argument("--actions", default="random", help="'random' (default; seeded), 'right', "
@@ -345,8 +386,13 @@ def parser() -> argparse.ArgumentParser:
     play.add_argument("--out", type=Path, default=Path("shot.png"), help="PNG to write")
     play.set_defaults(func=_play)
 
-    rec = sub.add_parser("record", help="run a ROM and record it as a GIF, animated PNG or MP4")
-    _add_run_args(rec)
+    rec = sub.add_parser("record", help="run a ROM (or a trained agent) and record it as a GIF, "
+                         "animated PNG or MP4")  # fmt: skip
+    _add_run_args(rec, rom_optional=True)
+    rec.add_argument("--agent", type=Path, help="a PPO agent (nesle train's agent.pt) plays one "
+                     "episode of its game instead of --actions (needs torch)")  # fmt: skip
+    rec.add_argument("--greedy", action="store_true",
+                     help="with --agent: the most likely action, not a sampled one")
     rec.add_argument("--out", type=Path, required=True, help="run.gif, run.png (animated) or "
                      "run.mp4 (needs imageio-ffmpeg)")  # fmt: skip
     rec.add_argument("--every", type=_positive, default=2,

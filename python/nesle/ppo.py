@@ -63,7 +63,8 @@ class Args:
     device: int = 0
     """The CUDA device."""
     num_envs: int | None = None
-    """Consoles run at once; None: 16,384 on CUDA, 8 per CPU core on the CPU."""
+    """Consoles run at once; None: on CUDA 16,384 with ``ram`` and 4,096 with ``gray84`` (its
+    rollout is 14x larger an env: 7.4 GiB at 4,096), on the CPU 8 per core."""
     obs: str = "ram"
     """``"ram"`` (2,048 bytes, an MLP) or ``"gray84"`` (84x84 frames, convolutions)."""
     frame_stack: int | None = None
@@ -130,7 +131,10 @@ class Args:
 
         num_envs = self.num_envs
         if num_envs is None:
-            num_envs = 16_384 if backend == "cuda" else 8 * (os.cpu_count() or 1)
+            if backend == "cuda":
+                num_envs = 4_096 if self.obs == "gray84" else 16_384
+            else:
+                num_envs = 8 * (os.cpu_count() or 1)
         frame_stack = self.frame_stack or (4 if self.obs == "gray84" else 1)
         return dataclasses.replace(self, backend=backend, num_envs=num_envs, frame_stack=frame_stack)
 
@@ -261,6 +265,14 @@ def save(agent: Agent, path: str | Path, args: Args | None = None) -> Path:
         path,
     )
     return path
+
+
+def args_of(agent: Agent) -> Args:
+    """The args of the run that trained a loaded agent (:func:`load`)."""
+    if agent.args is None:
+        raise ValueError("this agent was saved without its run's args (nesle.ppo.save(args=...))")
+    known = {f.name for f in dataclasses.fields(Args)}
+    return Args(**{k: v for k, v in agent.args.items() if k in known})
 
 
 def _plain(value: dict[str, Any]) -> dict[str, Any]:
@@ -438,8 +450,11 @@ def _as_tensor(x: Any, device: torch.device, dtype: torch.dtype | None = None) -
 # --- the loop, and a measure of what it learned ---
 
 
-def make_env(args: Args, num_envs: int | None = None, seed: int | None = None) -> Any:
-    """The vector env a run of ``args`` trains on (``args`` resolved: see :meth:`Args.resolved`)."""
+def make_env(
+    args: Args, num_envs: int | None = None, seed: int | None = None, **kwargs: Any
+) -> Any:
+    """The vector env a run of ``args`` trains on (``args`` resolved: see :meth:`Args.resolved`);
+    ``kwargs`` go to ``make_vec`` as well (e.g. ``render_mode``)."""
     return nesle.make_vec(
         args.game,
         num_envs=num_envs or args.num_envs or 1,
@@ -454,6 +469,7 @@ def make_env(args: Args, num_envs: int | None = None, seed: int | None = None) -
         start_states=args.start_states,
         max_episode_steps=args.max_episode_steps,
         seed=args.seed if seed is None else seed,
+        **kwargs,
     )
 
 
@@ -492,6 +508,48 @@ def evaluate(
         env.close()
 
 
+@torch.no_grad()
+def record(
+    agent: Agent, args: Args, out: str | Path, max_steps: int = 5000, seed: int = 12345,
+    greedy: bool = False,
+) -> dict[str, float]:  # fmt: skip
+    """One episode of ``agent`` (the settings of ``args``, resolved) written to ``out`` as a
+    GIF, animated PNG or MP4 (:func:`nesle.record.open_writer`): the screen after every step,
+    shown for the step's frames. Returns :func:`evaluate`'s numbers for that episode."""
+    from nesle import record as rec
+
+    rec.check_out(out, rec.FORMATS)
+    # Without autoreset the env stops on the episode's last screen, and its info is the end's.
+    env = make_env(args, 1, seed, render_mode="rgb_array", autoreset=False)
+    writer = None
+    try:
+        device = next(agent.parameters()).device
+        generator = torch.Generator(device).manual_seed(seed)
+        stats = EpisodeStats(1, device)
+        obs = _as_tensor(env.reset(seed=seed)[0], device)
+        writer = rec.open_writer(out, args.frameskip)
+        writer.add(env.screens()[0], args.frameskip)
+        done = torch.zeros(1, dtype=torch.bool, device=device)
+        for _ in range(max_steps):
+            action = agent.act(obs, greedy, generator)
+            obs, reward, terminated, truncated, info = env.step(
+                action if env.backend == "cuda" else action.cpu().numpy()
+            )
+            obs = _as_tensor(obs, device)
+            done = _as_tensor(terminated, device, torch.bool) | _as_tensor(truncated, device, torch.bool)
+            stats.record(_as_tensor(reward, device, torch.float64), done, {"final_info": info})
+            writer.add(env.screens()[0], args.frameskip)
+            if bool(done[0]):
+                break
+        result = stats.take()
+        result["unfinished"] = int(not bool(done[0]))
+        return result
+    finally:
+        if writer is not None:
+            writer.close()
+        env.close()
+
+
 def train(args: Args, on_update: Callable[[dict[str, float]], None] | None = None) -> Result:
     """Train an agent with PPO; ``on_update`` gets each update's log row as it is made."""
     check(args)
@@ -510,6 +568,28 @@ def train(args: Args, on_update: Callable[[dict[str, float]], None] | None = Non
         envs.close()
 
 
+def _check_gpu_memory(args: Args, obs_shape: tuple[int, ...], device: torch.device) -> None:
+    """A clear error, before anything is allocated, when the rollout and a minibatch's
+    activations cannot fit in the GPU memory the env left free (rather than an out-of-memory
+    error in the middle of the first update)."""
+    n, t_max = args.num_envs or 1, args.num_steps
+    width = int(np.prod(obs_shape))
+    rollout = t_max * n * (width + 5 * 4 + 8)  # uint8 observations; 5 float32 and 1 int64 columns
+    minibatch = -(-t_max * n // args.num_minibatches)
+    # The minibatch's float input and its gradient, and the trunk's activations (a bound: the
+    # CNN's first convolution makes 32 x 20 x 20 values a frame stack).
+    activations = minibatch * (2 * 4 * width + 4 * 4 * max(args.hidden, 32 * 20 * 20))
+    need = rollout + 2 * activations  # twice: advantages, returns and the allocator's slack
+    free, _total = torch.cuda.mem_get_info(device)
+    if need > 0.9 * free:
+        gib = 2**30
+        raise ValueError(
+            f"PPO's rollout and updates need about {need / gib:.1f} GiB of GPU memory and "
+            f"{free / gib:.1f} GiB are free: lower num_envs ({n}) or num_steps ({t_max}), or "
+            f"raise num_minibatches ({args.num_minibatches})"
+        )
+
+
 def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] | None) -> Result:
     device = torch.device("cuda", args.device) if envs.backend == "cuda" else torch.device("cpu")
     n, t_max = envs.num_envs, args.num_steps
@@ -518,6 +598,8 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
 
     # The rollout, on the env's device.
+    if device.type == "cuda":
+        _check_gpu_memory(args, obs_shape, device)
     obs = torch.zeros((t_max, n, *obs_shape), dtype=torch.uint8, device=device)
     actions = torch.zeros((t_max, n), dtype=torch.int64, device=device)
     logprobs = torch.zeros((t_max, n), device=device)

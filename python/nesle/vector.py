@@ -393,18 +393,26 @@ class NesleVectorEnv(VectorEnv):
 
     def render(self) -> np.ndarray | None:
         """The screens of all consoles: (N, 240, 256, 3) uint8 (``render_mode="rgb_array"``)."""
+        screens = self.screens()
+        if screens is None:
+            return None
+        assert self._pictures is not None  # built whenever render_mode is set
+        return self._pictures.rgb(screens)
+
+    def screens(self) -> np.ndarray | None:
+        """The screens of all consoles as NES palette indices, (N, 240, 256) uint8: what
+        :meth:`render` colours (``render_mode="rgb_array"``; ``nesle.palette()[screens]`` is
+        the RGB). Recorders keep the indices: a GIF's 64-colour table holds them exactly."""
         self._check_open()
         if self.render_mode is None:
             return None
-        rgb = _host(self._batch.rgb()).copy()
-        pictures = self._pictures
-        assert pictures is not None  # built whenever render_mode is set
+        screens = _host(self._batch.pixels()).copy()
         fresh, start_of = self._fresh, self._start_of
         if self._dev is not None:
             fresh, start_of = self._dev.fresh.cpu().numpy(), self._dev.start_of.cpu().numpy()
-        for i in np.flatnonzero(fresh):
-            rgb[i] = pictures.rgb(self.start_bank[start_of[i]].frame)
-        return rgb
+        for i in np.flatnonzero(fresh):  # restored since the last step: the start's screen
+            screens[i] = self.start_bank[start_of[i]].frame
+        return screens
 
     def close_extras(self, **kwargs: Any) -> None:
         self._batch = None

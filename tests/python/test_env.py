@@ -33,6 +33,23 @@ def test_check_env_passes_for_gray84_stacked_with_rgb_rendering():
     assert env.render().shape == (240, 256, 3)
 
 
+def test_screens_are_the_palette_indices_render_colours_and_a_restart_shows_its_start(smb_rom):
+    venv = nesle.make_vec("smb", 2, obs="ram", render_mode="rgb_array", seed=0)
+    assert nesle.make_vec("smb", 1, obs="ram").screens() is None  # no render_mode, no screens
+    venv.reset(seed=0)
+    start = venv.start_bank[0].frame
+    assert np.array_equal(venv.screens()[0], start)  # restored, not yet stepped
+    for _ in range(30):
+        venv.step(np.full(2, RIGHT_B))
+    screens = venv.screens()
+    assert screens.shape == (2, 240, 256) and screens.dtype == np.uint8
+    assert not np.array_equal(screens[0], start)  # Mario ran: the screen moved
+    assert np.array_equal(nesle.palette()[screens], venv.render())
+    venv.reset(options={"reset_mask": np.array([True, False])})
+    after = venv.screens()
+    assert np.array_equal(after[0], start) and np.array_equal(after[1], screens[1])
+
+
 def test_check_env_passes_for_registered_tetris():
     check_env(gym.make("nesle/Tetris-v0").unwrapped, skip_render_check=True)
 

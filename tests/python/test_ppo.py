@@ -102,6 +102,30 @@ def test_a_tiny_run_from_the_command_line_saves_an_agent_that_loads_and_acts(tmp
     assert torch.equal(agent.act(ram, greedy=True), ppo.load(out / "agent.pt").act(ram, greedy=True))
 
 
+def test_a_trained_agent_records_one_episode_to_its_last_screen(tmp_path, capsys, smb_rom):
+    run = ppo.train(tiny(out=str(tmp_path / "run")))
+    gif = tmp_path / "agent.gif"
+    r = ppo.record(run.agent, run.args, gif, seed=7)
+    assert r["episodes"] == 1 and r["unfinished"] == 0
+    data = gif.read_bytes()
+    assert data[:6] == b"GIF89a" and data[-1:] == b";"
+    # One image a step and the start's: GIF image descriptors (0x2C after a graphic control
+    # block's terminator) counted.
+    assert data.count(b"\x00\x2c") >= r["episode_length"] + 1
+    cut = ppo.record(run.agent, run.args, tmp_path / "cut.gif", max_steps=3, seed=7)
+    assert cut["episodes"] == 0 and cut["unfinished"] == 1
+    # The command line: the agent's own game and settings, on the CPU backend.
+    out = tmp_path / "cli.gif"
+    assert cli.main(["record", "--agent", str(tmp_path / "run" / "agent.pt"), "--out", str(out),
+                     "--seed", "7"]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert f"{r['episode_length']:.0f} steps" in printed and out.read_bytes() == data
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"nope")
+    assert cli.main(["record", "--agent", str(bad), "--out", str(tmp_path / "x.gif")]) == 2
+    assert "is not a nesle PPO agent" in capsys.readouterr().err
+
+
 def test_the_same_seed_gives_the_same_run_and_another_seed_another(smb_rom):
     a, b = ppo.train(tiny(seed=3)), ppo.train(tiny(seed=3))
     c = ppo.train(tiny(seed=4))
@@ -199,3 +223,27 @@ def test_ppo_runs_on_the_gpu_with_the_rollout_on_the_device_and_repeats_itself(s
     assert sum(row["episodes"] for row in a.log) >= 256  # every env truncated at 40 steps
     for (name, wa), wb in zip(a.agent.state_dict().items(), b.agent.state_dict().values()):
         assert torch.equal(wa, wb), name
+
+
+@pytest.mark.gpu
+def test_ppo_on_the_gpu_trains_gray84_and_evaluates_and_records_on_the_device(tmp_path, smb_rom):
+    run = ppo.train(ppo.Args(game="smb", backend="cuda", obs="gray84", num_envs=64, num_steps=16,
+                             total_steps=64 * 16 * 2, seed=1))  # fmt: skip
+    assert run.agent.obs_shape == (4, 84, 84) and run.steps == 64 * 16 * 2
+    ev = ppo.evaluate(run.agent, run.args, num_envs=8, max_steps=400)
+    assert ev["episodes"] + ev["unfinished"] == 8
+    r = ppo.record(run.agent, run.args, tmp_path / "gpu.gif", max_steps=50)
+    assert r["episodes"] + r["unfinished"] == 1 and (tmp_path / "gpu.gif").stat().st_size > 0
+
+
+@pytest.mark.gpu
+def test_ppo_asks_for_fewer_envs_when_its_rollout_cannot_fit_the_gpu(smb_rom):
+    free, _ = torch.cuda.mem_get_info()
+    # Enough steps a rollout that 16 envs of 84x84x4 frames overflow the free memory.
+    steps = int(free // (16 * 4 * 84 * 84)) + 1
+    with pytest.raises(ValueError, match="lower num_envs"):
+        ppo.train(ppo.Args(game="smb", backend="cuda", obs="gray84", num_envs=16, num_steps=steps,
+                           total_steps=16 * steps))  # fmt: skip
+    # The GPU is still usable after the refusal.
+    run = ppo.train(ppo.Args(game="smb", backend="cuda", num_envs=16, num_steps=8, total_steps=128))
+    assert run.steps == 128
