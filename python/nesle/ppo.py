@@ -84,8 +84,10 @@ class Args:
     """Truncate episodes after this many steps (bootstrapped, not counted as an end)."""
     total_steps: int = 10_000_000
     """Env steps to train for (summed over envs); rounded up to whole rollouts."""
-    num_steps: int = 64
-    """Steps per env in one rollout (the rollout holds ``num_envs * num_steps`` samples)."""
+    num_steps: int | None = None
+    """Steps per env in one rollout (the rollout holds ``num_envs * num_steps`` samples); None:
+    16 on CUDA (16,384 envs make 262,144 samples an update, so 10M steps are still 38
+    updates), 64 on the CPU."""
     learning_rate: float = 2.5e-4
     """Adam's step size."""
     anneal_lr: bool = True
@@ -136,19 +138,22 @@ class Args:
             else:
                 num_envs = 8 * (os.cpu_count() or 1)
         frame_stack = self.frame_stack or (4 if self.obs == "gray84" else 1)
-        return dataclasses.replace(self, backend=backend, num_envs=num_envs, frame_stack=frame_stack)
+        num_steps = self.num_steps or (16 if backend == "cuda" else 64)
+        return dataclasses.replace(
+            self, backend=backend, num_envs=num_envs, frame_stack=frame_stack, num_steps=num_steps
+        )
 
 
 def check(args: Args) -> None:
     """Raise ``ValueError`` naming the first setting that cannot run."""
     if args.obs not in NETWORKS:
         raise ValueError(f"obs must be one of {list(NETWORKS)} to train, got {args.obs!r}")
-    positive = ("total_steps", "num_steps", "num_minibatches", "update_epochs", "hidden")
+    positive = ("total_steps", "num_minibatches", "update_epochs", "hidden")
     for name in positive:
         value = getattr(args, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
-    for name in ("num_envs", "frame_stack"):
+    for name in ("num_envs", "frame_stack", "num_steps"):
         value = getattr(args, name)
         if value is not None and (not isinstance(value, int) or value < 1):
             raise ValueError(f"{name} must be a positive int or None, got {value!r}")
@@ -572,7 +577,7 @@ def _check_gpu_memory(args: Args, obs_shape: tuple[int, ...], device: torch.devi
     """A clear error, before anything is allocated, when the rollout and a minibatch's
     activations cannot fit in the GPU memory the env left free (rather than an out-of-memory
     error in the middle of the first update)."""
-    n, t_max = args.num_envs or 1, args.num_steps
+    n, t_max = args.num_envs or 1, args.num_steps or 1
     width = int(np.prod(obs_shape))
     rollout = t_max * n * (width + 5 * 4 + 8)  # uint8 observations; 5 float32 and 1 int64 columns
     minibatch = -(-t_max * n // args.num_minibatches)
@@ -593,6 +598,7 @@ def _check_gpu_memory(args: Args, obs_shape: tuple[int, ...], device: torch.devi
 def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] | None) -> Result:
     device = torch.device("cuda", args.device) if envs.backend == "cuda" else torch.device("cpu")
     n, t_max = envs.num_envs, args.num_steps
+    assert t_max is not None  # resolved
     obs_shape = envs.single_observation_space.shape
     agent = Agent(obs_shape, envs.single_action_space.n, NETWORKS[args.obs], args.hidden).to(device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)

@@ -178,7 +178,7 @@ def test_evaluate_plays_one_episode_per_env_and_reports_its_means(smb_rom):
 def test_bad_settings_and_files_are_clear_errors(tmp_path, smb_rom):
     with pytest.raises(ValueError, match="obs must be one of"):
         ppo.train(tiny(obs="rgb"))
-    with pytest.raises(ValueError, match="num_steps must be a positive int"):
+    with pytest.raises(ValueError, match="num_steps must be a positive int or None"):
         ppo.train(tiny(num_steps=0))
     with pytest.raises(ValueError, match="gamma must be in"):
         ppo.check(tiny(gamma=1.5))
