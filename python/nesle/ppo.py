@@ -306,8 +306,10 @@ def load(path: str | Path, device: str | torch.device = "cpu") -> Agent:
 
 
 class RewardScaler:
-    """Rewards divided by the running std of each env's discounted return (gymnasium's
-    ``NormalizeReward``), kept on the device; the statistics in float64."""
+    """Rewards divided by the running std of the envs' discounted returns, kept on the device,
+    the statistics in float64. As gymnasium's ``NormalizeReward``, except that an env's return
+    restarts after the step its episode ended in (gymnasium restarts it one step early, so an
+    episode's last reward counts alone)."""
 
     def __init__(self, num_envs: int, gamma: float, device: torch.device, epsilon: float = 1e-8):
         self.gamma, self.epsilon = gamma, epsilon
@@ -478,6 +480,20 @@ def make_env(
     )
 
 
+def _agent_step(
+    env: Any, agent: Agent, obs: torch.Tensor, greedy: bool, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+    """One step of ``env`` with the agent's actions: (obs, reward float64, done, info) on the
+    agent's device."""
+    device = obs.device
+    action = agent.act(obs, greedy, generator)
+    obs, reward, terminated, truncated, info = env.step(
+        action if env.backend == "cuda" else action.cpu().numpy()
+    )
+    done = _as_tensor(terminated, device, torch.bool) | _as_tensor(truncated, device, torch.bool)
+    return _as_tensor(obs, device), _as_tensor(reward, device, torch.float64), done, info
+
+
 @torch.no_grad()
 def evaluate(
     agent: Agent, args: Args, num_envs: int = 16, max_steps: int = 5000, seed: int = 12345,
@@ -496,13 +512,8 @@ def evaluate(
         finished = torch.zeros(num_envs, dtype=torch.bool, device=device)
         obs = _as_tensor(env.reset(seed=seed)[0], device)
         for _ in range(max_steps):
-            action = agent.act(obs, greedy, generator)
-            obs, reward, terminated, truncated, info = env.step(
-                action if env.backend == "cuda" else action.cpu().numpy()
-            )
-            obs = _as_tensor(obs, device)
-            done = _as_tensor(terminated, device, torch.bool) | _as_tensor(truncated, device, torch.bool)
-            stats.record(_as_tensor(reward, device, torch.float64), done & ~finished, info)
+            obs, reward, done, info = _agent_step(env, agent, obs, greedy, generator)
+            stats.record(reward, done & ~finished, info)
             finished |= done
             if bool(finished.all()):
                 break
@@ -536,13 +547,8 @@ def record(
         writer.add(env.screens()[0], args.frameskip)
         done = torch.zeros(1, dtype=torch.bool, device=device)
         for _ in range(max_steps):
-            action = agent.act(obs, greedy, generator)
-            obs, reward, terminated, truncated, info = env.step(
-                action if env.backend == "cuda" else action.cpu().numpy()
-            )
-            obs = _as_tensor(obs, device)
-            done = _as_tensor(terminated, device, torch.bool) | _as_tensor(truncated, device, torch.bool)
-            stats.record(_as_tensor(reward, device, torch.float64), done, {"final_info": info})
+            obs, reward, done, info = _agent_step(env, agent, obs, greedy, generator)
+            stats.record(reward, done, {"final_info": info})
             writer.add(env.screens()[0], args.frameskip)
             if bool(done[0]):
                 break
