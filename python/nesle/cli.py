@@ -287,7 +287,11 @@ def _train(args: argparse.Namespace) -> int:
     if reward is not None and reward.startswith("{"):
         import json
 
-        reward = json.loads(reward)
+        try:
+            reward = json.loads(reward)
+        except json.JSONDecodeError as e:
+            print(f"error: --reward {reward!r} is not valid JSON: {e}", file=sys.stderr)
+            return 2
     run = ppo.Args(
         game=args.game, backend=args.backend, device=args.device, num_envs=args.envs,
         obs=args.obs, frameskip=args.frameskip, action_space=args.actions, reward=reward,
@@ -313,7 +317,11 @@ def _train(args: argparse.Namespace) -> int:
         print(line, flush=True)
 
     args.show = [f"episode_{k}" for k in args.log_info.split(",") if k]
-    result = ppo.train(run, on_update=show)
+    try:
+        result = ppo.train(run, on_update=show)
+    except ValueError as e:  # settings the env refuses (an action set, a reward), or GPU memory
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     done = result.args
     print(f"trained: {result.steps:,} steps in {result.seconds:.1f} s "
           f"({result.steps_per_second:,.0f} env-steps/s, {done.num_envs} envs, {done.backend} "
@@ -404,7 +412,8 @@ def parser() -> argparse.ArgumentParser:
     train.add_argument("--steps", type=_positive, default=10_000_000,
                        help="env steps to train for (default 10,000,000)")
     train.add_argument("--envs", type=_positive,
-                       help="consoles at once (default 16,384 on CUDA, 8 per core on the CPU)")
+                       help="consoles at once (default on CUDA 16,384, 4,096 with gray84; on "
+                            "the CPU 8 per core)")
     train.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"])
     train.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
     train.add_argument("--obs", default="ram", choices=list(("ram", "gray84")),

@@ -175,7 +175,7 @@ def test_evaluate_plays_one_episode_per_env_and_reports_its_means(smb_rom):
     assert cut["unfinished"] == 3 and cut["episodes"] == 0
 
 
-def test_bad_settings_and_files_are_clear_errors(tmp_path, smb_rom):
+def test_bad_settings_and_files_are_clear_errors(tmp_path, capsys, smb_rom):
     with pytest.raises(ValueError, match="obs must be one of"):
         ppo.train(tiny(obs="rgb"))
     with pytest.raises(ValueError, match="num_steps must be a positive int or None"):
@@ -195,6 +195,10 @@ def test_bad_settings_and_files_are_clear_errors(tmp_path, smb_rom):
         with pytest.raises(SystemExit) as e:
             cli.main(["train", "smb", *argv])
         assert e.value.code == 2
+    # Settings only the env can judge, and bad JSON: an error line and code 2, no traceback.
+    assert cli.main(["train", "smb", "--backend", "cpu", "--actions", "no_such_set"]) == 2
+    assert cli.main(["train", "smb", "--backend", "cpu", "--reward", "{death: -1}"]) == 2
+    assert cli.main(["train", "smb", "--backend", "cpu", "--reward", '{"no_such_part": 1}']) == 2
 
 
 def test_the_gray84_network_trains_on_stacked_frames(smb_rom):
