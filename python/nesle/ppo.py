@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -129,8 +130,6 @@ class Args:
 
     def resolved(self, backend: str) -> Args:
         """These args with the defaults that depend on the backend filled in."""
-        import os
-
         num_envs = self.num_envs
         if num_envs is None:
             if backend == "cuda":
@@ -449,9 +448,16 @@ class Result:
 
 
 def _as_tensor(x: Any, device: torch.device, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """An env's output on ``device`` (a no-op for a tensor already there)."""
     if isinstance(x, torch.Tensor):
-        return x if dtype is None else x.to(dtype)
+        return x.to(device=device, dtype=dtype)
     return torch.as_tensor(np.asarray(x), device=device, dtype=dtype)
+
+
+def _env_actions(action: torch.Tensor) -> Any:
+    """Actions as the env takes them best: a CUDA tensor as it is (the CUDA backend reads it on
+    the GPU), else a NumPy array (both backends take one)."""
+    return action if action.is_cuda else action.numpy()
 
 
 # --- the loop, and a measure of what it learned ---
@@ -487,9 +493,7 @@ def _agent_step(
     agent's device."""
     device = obs.device
     action = agent.act(obs, greedy, generator)
-    obs, reward, terminated, truncated, info = env.step(
-        action if env.backend == "cuda" else action.cpu().numpy()
-    )
+    obs, reward, terminated, truncated, info = env.step(_env_actions(action))
     done = _as_tensor(terminated, device, torch.bool) | _as_tensor(truncated, device, torch.bool)
     return _as_tensor(obs, device), _as_tensor(reward, device, torch.float64), done, info
 
@@ -602,7 +606,11 @@ def _check_gpu_memory(args: Args, obs_shape: tuple[int, ...], device: torch.devi
 
 
 def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] | None) -> Result:
-    device = torch.device("cuda", args.device) if envs.backend == "cuda" else torch.device("cpu")
+    first_obs = envs.reset(seed=args.seed)[0]
+    # The CUDA backend's step speaks torch on its GPU, the CPU backend's NumPy: the run goes
+    # where the observations are.
+    speaks_torch = isinstance(first_obs, torch.Tensor)
+    device = first_obs.device if speaks_torch else torch.device("cpu")
     n, t_max = envs.num_envs, args.num_steps
     assert t_max is not None  # resolved
     obs_shape = envs.single_observation_space.shape
@@ -633,7 +641,7 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
         (out / "args.json").write_text(json.dumps(_plain(dataclasses.asdict(args)), indent=1))
         (out / "log.jsonl").write_text("")
 
-    next_obs = _as_tensor(envs.reset(seed=args.seed)[0], device)
+    next_obs = _as_tensor(first_obs, device)
     steps = 0
     start = time.perf_counter()
     for update in range(1, num_updates + 1):
@@ -651,8 +659,7 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
             with torch.no_grad():
                 action, logprob, _, value = agent.act_and_value(next_obs)
             actions[t], logprobs[t], values[t] = action, logprob, value
-            step_action = action if envs.backend == "cuda" else action.numpy()
-            next_obs, reward, terminated, truncated, info = envs.step(step_action)
+            next_obs, reward, terminated, truncated, info = envs.step(_env_actions(action))
             next_obs = _as_tensor(next_obs, device)
             reward = _as_tensor(reward, device, torch.float64)
             terminated = _as_tensor(terminated, device, torch.bool)
@@ -660,7 +667,8 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
             done = terminated | truncated
             stats.record(reward, done, info)
             reward_sum += reward.sum()
-            if can_truncate and (envs.backend == "cuda" or bool(truncated.any())):
+            # On the device every step pays (no read to learn whether any was truncated).
+            if can_truncate and (speaks_torch or bool(truncated.any())):
                 with torch.no_grad():
                     v_final = agent.value(_final_obs(info, truncated, next_obs)).double()
                 reward = reward + args.gamma * torch.where(truncated, v_final, 0.0)

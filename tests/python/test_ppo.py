@@ -12,6 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")  # a test dependency (through stable-baselines3)
 
+import nesle  # noqa: E402
 from nesle import cli, ppo  # noqa: E402
 
 pytestmark = pytest.mark.rom
@@ -214,6 +215,34 @@ def test_truncated_episodes_are_counted_as_ended_and_bootstrapped(smb_rom):
     ended = sum(row["episodes"] for row in r.log)
     assert ended >= 8
     assert all(row["episode_length"] <= 5 for row in r.log if row["episodes"])
+
+
+@pytest.mark.parametrize("obs", ["ram", "gray84"])
+def test_the_device_steps_torch_path_trains_exactly_as_the_cpu_backend(monkeypatch, obs, smb_rom):
+    """The CUDA backend's Python step (tensors in and out, final_obs as one tensor, infos of
+    tensors) through test_device_step's stand-in on CPU tensors: the same run, bit for bit, as
+    on the CPU backend's NumPy, truncations and their bootstrap included."""
+    from .test_device_step import _device_env
+
+    n = 6
+    args = tiny(obs=obs, num_envs=n, num_steps=16, total_steps=n * 16 * 3,
+                max_episode_steps=20).resolved("cpu")  # fmt: skip
+    kwargs = dict(obs=obs, frame_stack=args.frame_stack)
+    runs = []
+    for env in (nesle.make_vec("smb", n, backend="cpu", seed=11, max_episode_steps=20, **kwargs),
+                _device_env(monkeypatch, "smb", n, **kwargs)):  # fmt: skip
+        torch.manual_seed(0)
+        runs.append(ppo._train(args, env, None))
+    cpu, dev = runs
+    assert isinstance(env.reset(seed=0)[0], torch.Tensor)  # the stand-in speaks torch
+    assert sum(row["episodes"] for row in cpu.log) >= n  # every env truncated at 20 steps
+
+    def learned(r):
+        return [{k: v for k, v in row.items() if "second" not in k} for row in r.log]
+
+    assert learned(cpu) == learned(dev)
+    for (name, wa), wb in zip(cpu.agent.state_dict().items(), dev.agent.state_dict().values()):
+        assert torch.equal(wa, wb), name
 
 
 @pytest.mark.gpu
