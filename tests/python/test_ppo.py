@@ -280,3 +280,20 @@ def test_ppo_asks_for_fewer_envs_when_its_rollout_cannot_fit_the_gpu(smb_rom):
     # The GPU is still usable after the refusal.
     run = ppo.train(ppo.Args(game="smb", backend="cuda", num_envs=16, num_steps=8, total_steps=128))
     assert run.steps == 128
+
+
+def test_the_e2e_bench_runs_its_three_rows_and_writes_their_figures(tmp_path, smb_rom):
+    """bench/ppo_e2e.py at a tiny budget: the env alone, nesle.ppo and SB3's PPO, one round."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "bench" / "ppo_e2e.py"
+    out = tmp_path / "e2e.json"
+    done = subprocess.run([sys.executable, str(script), "--envs", "2", "--steps", "128", "--rounds", "1",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert set(result["median"]) == {"env", "nesle.ppo", "sb3"}
+    assert all(v > 0 for v in result["median"].values())
+    assert result["backend"] == "cpu" and result["envs"] == 2
