@@ -8,8 +8,8 @@ estimation (Schulman et al. 2016, arXiv:1506.02438), written in the manner of Cl
 Everything stays on the environment's device. On the CUDA backend the env already returns
 torch tensors on the GPU (observations, rewards, terminations, infos) and takes the sampled
 actions as a CUDA tensor, so the rollout buffer, the advantages and the updates never leave the
-GPU; the host reads a handful of numbers once per update for the log. On the CPU backend the
-same code runs with CPU tensors (NumPy arrays wrapped without a copy).
+GPU; the trainer itself reads a handful of numbers once per update for the log (the env's own
+reads are :mod:`nesle._device`'s). On the CPU backend the same code runs with CPU tensors.
 
 One rollout is ``num_steps`` steps of all ``num_envs`` envs; then ``update_epochs`` passes over
 it in ``num_minibatches`` shuffled minibatches. Notation, per env: the step t from ``s_t`` with
@@ -24,8 +24,8 @@ the log reports, for the episodes that ended, their return, length and the mean 
 entry of the game's final info (for SMB ``x_pos``, ``flag_get``; for Tetris the lines).
 
     from nesle import ppo
-    result = ppo.train(ppo.Args(game="smb", total_steps=2_000_000))
-    agent = ppo.load(result.checkpoint)       # an Agent, ready for agent.act(obs)
+    result = ppo.train(ppo.Args(game="smb", total_steps=2_000_000, out="runs/smb"))
+    agent = ppo.load(result.checkpoint)       # runs/smb/agent.pt: an Agent, for agent.act(obs)
 
 or ``nesle train smb --steps 2000000 --out runs/smb``. Needs torch (``pip install nesle[torch]``).
 """
