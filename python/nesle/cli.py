@@ -305,7 +305,14 @@ def _train(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    _load_or_fetch(args.game)  # a known game missing here is fetched first
+    rom = _load_or_fetch(args.game)  # a known game missing here is fetched first
+    if nesle.vector.load_game(rom)[0] is None:
+        # Such a ROM's env rewards nothing unless given a reward function, which only Python
+        # can pass: training here would learn nothing.
+        print(f"error: {args.game} has no built-in reward (its env's rewards are all 0); train "
+              "it from Python with nesle.ppo.train(nesle.ppo.Args(game=..., reward=callable))",
+              file=sys.stderr)  # fmt: skip
+        return 2
 
     def show(row: dict[str, float]) -> None:
         line = (f"update {int(row['update']):>4}  steps {int(row['steps']):>11,}  "

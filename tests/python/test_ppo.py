@@ -196,6 +196,9 @@ def test_bad_settings_and_files_are_clear_errors(tmp_path, capsys, smb_rom):
         with pytest.raises(SystemExit) as e:
             cli.main(["train", "smb", *argv])
         assert e.value.code == 2
+    # A ROM without a built-in reward: nothing to learn from the command line.
+    assert cli.main(["train", "zelda", "--backend", "cpu", "--steps", "32"]) == 2
+    assert "has no built-in reward" in capsys.readouterr().err
     # Settings only the env can judge, and bad JSON: an error line and code 2, no traceback.
     assert cli.main(["train", "smb", "--backend", "cpu", "--actions", "no_such_set"]) == 2
     assert cli.main(["train", "smb", "--backend", "cpu", "--reward", "{death: -1}"]) == 2
