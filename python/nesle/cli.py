@@ -298,7 +298,7 @@ def _train(args: argparse.Namespace) -> int:
         done=args.done, start_states=args.start, max_episode_steps=args.max_episode_steps,
         total_steps=args.steps, num_steps=args.num_steps, learning_rate=args.lr,
         num_minibatches=args.minibatches, update_epochs=args.epochs, ent_coef=args.ent_coef,
-        seed=args.seed, out=str(args.out) if args.out else None,
+        seed=args.seed, out=str(args.out) if args.out else None, save_every=args.save_every,
     )  # fmt: skip
     try:
         ppo.check(run)
@@ -329,6 +329,10 @@ def _train(args: argparse.Namespace) -> int:
     except ValueError as e:  # settings the env refuses (an action set, a reward), or GPU memory
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        saved = f"; the agent so far is in {args.out / 'agent.pt'}" if args.out else ""
+        print(f"interrupted{saved}", file=sys.stderr)
+        return 130
     done = result.args
     print(f"trained: {result.steps:,} steps in {result.seconds:.1f} s "
           f"({result.steps_per_second:,.0f} env-steps/s, {done.num_envs} envs, {done.backend} "
@@ -441,7 +445,10 @@ def parser() -> argparse.ArgumentParser:
     train.add_argument("--epochs", type=_positive, default=4)
     train.add_argument("--ent-coef", type=float, default=0.01)
     train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--out", type=Path, help="folder for agent.pt, args.json and log.jsonl")
+    train.add_argument("--out", type=Path, help="folder for agent.pt, args.json and log.jsonl "
+                       "(the agent saved at the end, every --save-every updates and on Ctrl-C)")
+    train.add_argument("--save-every", type=int, default=50,
+                       help="updates between saves of agent.pt (default 50; 0: at the end only)")
     train.add_argument("--log-info", default="x_pos,flag_get,number_of_lines",
                        help="final-info entries to print per update, where the game has them "
                             "(default x_pos,flag_get,number_of_lines)")

@@ -126,7 +126,11 @@ class Args:
     torch_deterministic: bool = True
     """``torch.backends.cudnn.deterministic``."""
     out: str | None = None
-    """A folder for ``agent.pt`` and ``log.jsonl``; None: nothing is written."""
+    """A folder for ``agent.pt`` and ``log.jsonl``; None: nothing is written. The agent is
+    saved at the end, every ``save_every`` updates, and when the run is interrupted
+    (``KeyboardInterrupt``, e.g. Ctrl-C)."""
+    save_every: int = 50
+    """Save ``agent.pt`` every this many updates (0: only at the end or on an interrupt)."""
 
     def resolved(self, backend: str) -> Args:
         """These args with the defaults that depend on the backend filled in."""
@@ -152,6 +156,8 @@ def check(args: Args) -> None:
         value = getattr(args, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if not isinstance(args.save_every, int) or args.save_every < 0:
+        raise ValueError(f"save_every must be an int >= 0, got {args.save_every!r}")
     for name in ("num_envs", "frame_stack", "num_steps"):
         value = getattr(args, name)
         if value is not None and (not isinstance(value, int) or value < 1):
@@ -644,109 +650,116 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
     next_obs = _as_tensor(first_obs, device)
     steps = 0
     start = time.perf_counter()
-    for update in range(1, num_updates + 1):
-        lr = args.learning_rate
-        if args.anneal_lr:
-            lr *= 1.0 - (update - 1.0) / num_updates
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        t_update = time.perf_counter()
-        reward_sum = torch.zeros((), dtype=torch.float64, device=device)
+    try:
+        for update in range(1, num_updates + 1):
+            lr = args.learning_rate
+            if args.anneal_lr:
+                lr *= 1.0 - (update - 1.0) / num_updates
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            t_update = time.perf_counter()
+            reward_sum = torch.zeros((), dtype=torch.float64, device=device)
 
-        # Rollout: num_steps steps of every env, the policy sampled on the device.
-        for t in range(t_max):
-            obs[t] = next_obs
+            # Rollout: num_steps steps of every env, the policy sampled on the device.
+            for t in range(t_max):
+                obs[t] = next_obs
+                with torch.no_grad():
+                    action, logprob, _, value = agent.act_and_value(next_obs)
+                actions[t], logprobs[t], values[t] = action, logprob, value
+                next_obs, reward, terminated, truncated, info = envs.step(_env_actions(action))
+                next_obs = _as_tensor(next_obs, device)
+                reward = _as_tensor(reward, device, torch.float64)
+                terminated = _as_tensor(terminated, device, torch.bool)
+                truncated = _as_tensor(truncated, device, torch.bool)
+                done = terminated | truncated
+                stats.record(reward, done, info)
+                reward_sum += reward.sum()
+                # On the device every step pays (no read to learn whether any was truncated).
+                if can_truncate and (speaks_torch or bool(truncated.any())):
+                    with torch.no_grad():
+                        v_final = agent.value(_final_obs(info, truncated, next_obs)).double()
+                    reward = reward + args.gamma * torch.where(truncated, v_final, 0.0)
+                rewards[t] = scaler(reward, done) if scaler is not None else reward.float()
+                dones[t] = done.float()
+            steps += batch_size
+
             with torch.no_grad():
-                action, logprob, _, value = agent.act_and_value(next_obs)
-            actions[t], logprobs[t], values[t] = action, logprob, value
-            next_obs, reward, terminated, truncated, info = envs.step(_env_actions(action))
-            next_obs = _as_tensor(next_obs, device)
-            reward = _as_tensor(reward, device, torch.float64)
-            terminated = _as_tensor(terminated, device, torch.bool)
-            truncated = _as_tensor(truncated, device, torch.bool)
-            done = terminated | truncated
-            stats.record(reward, done, info)
-            reward_sum += reward.sum()
-            # On the device every step pays (no read to learn whether any was truncated).
-            if can_truncate and (speaks_torch or bool(truncated.any())):
-                with torch.no_grad():
-                    v_final = agent.value(_final_obs(info, truncated, next_obs)).double()
-                reward = reward + args.gamma * torch.where(truncated, v_final, 0.0)
-            rewards[t] = scaler(reward, done) if scaler is not None else reward.float()
-            dones[t] = done.float()
-        steps += batch_size
+                advantages = gae(rewards, values, dones, agent.value(next_obs), args.gamma, args.gae_lambda)
+                returns = advantages + values
 
-        with torch.no_grad():
-            advantages = gae(rewards, values, dones, agent.value(next_obs), args.gamma, args.gae_lambda)
-            returns = advantages + values
-
-        # Update: update_epochs passes of shuffled minibatches.
-        b_obs = obs.reshape(batch_size, *obs_shape)
-        b_actions, b_logprobs = actions.reshape(-1), logprobs.reshape(-1)
-        b_advantages, b_returns, b_values = advantages.reshape(-1), returns.reshape(-1), values.reshape(-1)
-        clip_fracs = []
-        for _epoch in range(args.update_epochs):
-            order = torch.randperm(batch_size, device=device)
-            for begin in range(0, batch_size, minibatch_size):
-                mb = order[begin : begin + minibatch_size]
-                _, new_logprob, entropy, new_value = agent.act_and_value(b_obs[mb], b_actions[mb])
-                log_ratio = new_logprob - b_logprobs[mb]
-                ratio = log_ratio.exp()
-                with torch.no_grad():
-                    # Schulman's unbiased, positive estimator of KL(old || new).
-                    approx_kl = ((ratio - 1) - log_ratio).mean()
-                    clip_fracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
-                mb_adv = b_advantages[mb]
-                if args.norm_adv and mb_adv.numel() > 1:
-                    mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
-                pg_loss = torch.max(
-                    -mb_adv * ratio, -mb_adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)
-                ).mean()
-                if args.clip_vloss:
-                    v_clipped = b_values[mb] + (new_value - b_values[mb]).clamp(
-                        -args.clip_coef, args.clip_coef
-                    )
-                    v_loss = 0.5 * torch.max(
-                        (new_value - b_returns[mb]) ** 2, (v_clipped - b_returns[mb]) ** 2
+            # Update: update_epochs passes of shuffled minibatches.
+            b_obs = obs.reshape(batch_size, *obs_shape)
+            b_actions, b_logprobs = actions.reshape(-1), logprobs.reshape(-1)
+            b_advantages, b_returns, b_values = advantages.reshape(-1), returns.reshape(-1), values.reshape(-1)
+            clip_fracs = []
+            for _epoch in range(args.update_epochs):
+                order = torch.randperm(batch_size, device=device)
+                for begin in range(0, batch_size, minibatch_size):
+                    mb = order[begin : begin + minibatch_size]
+                    _, new_logprob, entropy, new_value = agent.act_and_value(b_obs[mb], b_actions[mb])
+                    log_ratio = new_logprob - b_logprobs[mb]
+                    ratio = log_ratio.exp()
+                    with torch.no_grad():
+                        # Schulman's unbiased, positive estimator of KL(old || new).
+                        approx_kl = ((ratio - 1) - log_ratio).mean()
+                        clip_fracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
+                    mb_adv = b_advantages[mb]
+                    if args.norm_adv and mb_adv.numel() > 1:
+                        mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+                    pg_loss = torch.max(
+                        -mb_adv * ratio, -mb_adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)
                     ).mean()
-                else:
-                    v_loss = 0.5 * ((new_value - b_returns[mb]) ** 2).mean()
-                entropy_loss = entropy.mean()
-                loss = pg_loss - args.ent_coef * entropy_loss + args.vf_coef * v_loss
-                optimizer.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                optimizer.step()
-            if args.target_kl is not None and approx_kl.item() > args.target_kl:
-                break
+                    if args.clip_vloss:
+                        v_clipped = b_values[mb] + (new_value - b_values[mb]).clamp(
+                            -args.clip_coef, args.clip_coef
+                        )
+                        v_loss = 0.5 * torch.max(
+                            (new_value - b_returns[mb]) ** 2, (v_clipped - b_returns[mb]) ** 2
+                        ).mean()
+                    else:
+                        v_loss = 0.5 * ((new_value - b_returns[mb]) ** 2).mean()
+                    entropy_loss = entropy.mean()
+                    loss = pg_loss - args.ent_coef * entropy_loss + args.vf_coef * v_loss
+                    optimizer.zero_grad()
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                    optimizer.step()
+                if args.target_kl is not None and approx_kl.item() > args.target_kl:
+                    break
 
-        # The log: one read of the device's numbers per update.
-        with torch.no_grad():
-            var_y = b_returns.var()
-            explained = 1.0 - (b_returns - b_values).var() / var_y
-        numbers = torch.stack(
-            [pg_loss.detach(), v_loss.detach(), entropy_loss.detach(), approx_kl,
-             torch.stack(clip_fracs).mean(), explained, reward_sum / batch_size]
-        ).cpu().tolist()  # fmt: skip
-        now = time.perf_counter()
-        row: dict[str, float] = {
-            "update": update,
-            "steps": steps,
-            "seconds": now - start,
-            "steps_per_second": batch_size / max(now - t_update, 1e-9),
-            "learning_rate": lr,
-            # reward_per_step: the raw reward's mean over the rollout's steps, unlike the
-            # episodes' means blind to which episodes were short enough to end in it.
-            **dict(zip(["policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",
-                        "explained_variance", "reward_per_step"], numbers)),  # fmt: skip
-            **stats.take(),
-        }
-        log.append(row)
-        if out is not None:
-            with (out / "log.jsonl").open("a") as f:
-                f.write(json.dumps(row) + "\n")
-        if on_update is not None:
-            on_update(row)
+            # The log: one read of the device's numbers per update.
+            with torch.no_grad():
+                var_y = b_returns.var()
+                explained = 1.0 - (b_returns - b_values).var() / var_y
+            numbers = torch.stack(
+                [pg_loss.detach(), v_loss.detach(), entropy_loss.detach(), approx_kl,
+                 torch.stack(clip_fracs).mean(), explained, reward_sum / batch_size]
+            ).cpu().tolist()  # fmt: skip
+            now = time.perf_counter()
+            row: dict[str, float] = {
+                "update": update,
+                "steps": steps,
+                "seconds": now - start,
+                "steps_per_second": batch_size / max(now - t_update, 1e-9),
+                "learning_rate": lr,
+                # reward_per_step: the raw reward's mean over the rollout's steps, unlike the
+                # episodes' means blind to which episodes were short enough to end in it.
+                **dict(zip(["policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",
+                            "explained_variance", "reward_per_step"], numbers)),  # fmt: skip
+                **stats.take(),
+            }
+            log.append(row)
+            if out is not None:
+                with (out / "log.jsonl").open("a") as f:
+                    f.write(json.dumps(row) + "\n")
+            if on_update is not None:
+                on_update(row)
+            if out is not None and args.save_every and update % args.save_every == 0:
+                save(agent, out / "agent.pt", args)
+    except KeyboardInterrupt:
+        if out is not None:  # keep what was learned (mid-update: the weights as they are)
+            save(agent, out / "agent.pt", args)
+        raise
 
     seconds = time.perf_counter() - start
     checkpoint = save(agent, out / "agent.pt", args) if out is not None else None

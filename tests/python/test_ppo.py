@@ -127,6 +127,36 @@ def test_a_trained_agent_records_one_episode_to_its_last_screen(tmp_path, capsys
     assert "is not a nesle PPO agent" in capsys.readouterr().err
 
 
+def test_the_agent_is_saved_every_few_updates_and_when_the_run_is_interrupted(tmp_path, monkeypatch, capsys, smb_rom):
+    out = tmp_path / "run"
+    saved = []
+    real_save = ppo.save
+
+    def counting_save(agent, path, args=None):
+        saved.append(agent.actor.weight.detach().clone())
+        return real_save(agent, path, args)
+
+    monkeypatch.setattr(ppo, "save", counting_save)
+    ppo.train(tiny(total_steps=4 * 16 * 4, save_every=2, out=str(out)))
+    assert len(saved) == 3  # after updates 2 and 4, and at the end
+
+    def stop_at_3(row):
+        if row["update"] == 3:
+            raise KeyboardInterrupt
+
+    saved.clear()
+    with pytest.raises(KeyboardInterrupt):
+        ppo.train(tiny(total_steps=4 * 16 * 6, save_every=0, out=str(out)), on_update=stop_at_3)
+    assert len(saved) == 1 and len((out / "log.jsonl").read_text().splitlines()) == 3
+    assert torch.equal(ppo.load(out / "agent.pt").actor.weight, saved[0])
+    # The command line says where the agent is and exits with 128 + SIGINT.
+    monkeypatch.setattr(ppo, "train", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    assert cli.main(["train", "smb", "--backend", "cpu", "--out", str(out)]) == 130
+    assert f"the agent so far is in {out / 'agent.pt'}" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="save_every"):
+        ppo.check(tiny(save_every=-1))
+
+
 def test_the_same_seed_gives_the_same_run_and_another_seed_another(smb_rom):
     a, b = ppo.train(tiny(seed=3)), ppo.train(tiny(seed=3))
     c = ppo.train(tiny(seed=4))
