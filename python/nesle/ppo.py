@@ -64,8 +64,9 @@ class Args:
     device: int = 0
     """The CUDA device."""
     num_envs: int | None = None
-    """Consoles run at once; None: on CUDA 16,384 with ``ram`` and 4,096 with ``gray84`` (its
-    rollout is 14x larger an env: 7.4 GiB at 4,096), on the CPU 8 per core."""
+    """Consoles run at once; None: on CUDA 16,384 with ``ram`` and 4,096 with ``gray84`` (a
+    stack of frames is 14x the RAM: its rollout holds 1.8 GiB at 4,096 envs and 16 steps), on
+    the CPU 8 per core."""
     obs: str = "ram"
     """``"ram"`` (2,048 bytes, an MLP) or ``"gray84"`` (84x84 frames, convolutions)."""
     frame_stack: int | None = None
