@@ -299,6 +299,7 @@ def _train(args: argparse.Namespace) -> int:
         total_steps=args.steps, num_steps=args.num_steps, learning_rate=args.lr,
         num_minibatches=args.minibatches, update_epochs=args.epochs, ent_coef=args.ent_coef,
         seed=args.seed, out=str(args.out) if args.out else None, save_every=args.save_every,
+        resume=str(args.resume) if args.resume else None,
     )  # fmt: skip
     try:
         ppo.check(run)
@@ -449,6 +450,8 @@ def parser() -> argparse.ArgumentParser:
                        "(the agent saved at the end, every --save-every updates and on Ctrl-C)")
     train.add_argument("--save-every", type=int, default=50,
                        help="updates between saves of agent.pt (default 50; 0: at the end only)")
+    train.add_argument("--resume", type=Path, help="an agent.pt to start from (its weights and "
+                       "optimizer state; the same --obs, --actions and network)")  # fmt: skip
     train.add_argument("--log-info", default="x_pos,flag_get,number_of_lines",
                        help="final-info entries to print per update, where the game has them "
                             "(default x_pos,flag_get,number_of_lines)")

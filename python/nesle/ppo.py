@@ -132,6 +132,10 @@ class Args:
     (``KeyboardInterrupt``, e.g. Ctrl-C)."""
     save_every: int = 50
     """Save ``agent.pt`` every this many updates (0: only at the end or on an interrupt)."""
+    resume: str | None = None
+    """An ``agent.pt`` to start from: its weights and Adam's state. Its network must be this
+    run's (the same ``obs``, ``frame_stack``, actions and ``hidden``); the learning rate's
+    schedule and the reward's running statistics start afresh."""
 
     def resolved(self, backend: str) -> Args:
         """These args with the defaults that depend on the backend filled in."""
@@ -194,6 +198,7 @@ class Agent(nn.Module):
         self.network = network
         self.hidden = hidden
         self.args: dict[str, Any] | None = None  # the run's args, once loaded (load)
+        self.optimizer_state: dict[str, Any] | None = None  # Adam's, once loaded (load)
         if network == "mlp":
             width = int(np.prod(obs_shape))
             self.trunk = nn.Sequential(
@@ -257,8 +262,12 @@ class Agent(nn.Module):
         return torch.multinomial(logits.softmax(-1), 1, generator=generator).squeeze(-1)
 
 
-def save(agent: Agent, path: str | Path, args: Args | None = None) -> Path:
-    """Write the agent's weights and shape (and the run's args) to ``path``."""
+def save(
+    agent: Agent, path: str | Path, args: Args | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+) -> Path:  # fmt: skip
+    """Write the agent's weights and shape to ``path``, with the run's args and the optimizer's
+    state (for ``Args.resume``) when given."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(
@@ -272,6 +281,7 @@ def save(agent: Agent, path: str | Path, args: Args | None = None) -> Path:
             # is kept by its name).
             "args": _plain(dataclasses.asdict(args)) if args is not None else None,
             "state_dict": agent.state_dict(),
+            "optimizer": optimizer.state_dict() if optimizer is not None else None,
         },
         path,
     )
@@ -305,6 +315,7 @@ def load(path: str | Path, device: str | torch.device = "cpu") -> Agent:
     agent = Agent(tuple(blob["obs_shape"]), blob["num_actions"], blob["network"], blob["hidden"])
     agent.load_state_dict(blob["state_dict"])
     agent.args = blob["args"]
+    agent.optimizer_state = blob.get("optimizer")
     return agent.to(device).eval()
 
 
@@ -590,6 +601,23 @@ def train(args: Args, on_update: Callable[[dict[str, float]], None] | None = Non
         envs.close()
 
 
+def _resume(agent: Agent, optimizer: torch.optim.Optimizer, path: str) -> None:
+    """Start from a saved agent's weights and optimizer state (``Args.resume``)."""
+    device = next(agent.parameters()).device
+    prior = load(path, device)
+    mine = (agent.obs_shape, agent.num_actions, agent.network, agent.hidden)
+    theirs = (prior.obs_shape, prior.num_actions, prior.network, prior.hidden)
+    if mine != theirs:
+        raise ValueError(
+            f"cannot resume from {path}: its network (observations {theirs[0]}, {theirs[1]} "
+            f"actions, {theirs[2]}, hidden {theirs[3]}) is not this run's (observations "
+            f"{mine[0]}, {mine[1]} actions, {mine[2]}, hidden {mine[3]})"
+        )
+    agent.load_state_dict(prior.state_dict())
+    if prior.optimizer_state is not None:
+        optimizer.load_state_dict(prior.optimizer_state)
+
+
 def _check_gpu_memory(args: Args, obs_shape: tuple[int, ...], device: torch.device) -> None:
     """A clear error, before anything is allocated, when the rollout and a minibatch's
     activations cannot fit in the GPU memory the env left free (rather than an out-of-memory
@@ -623,6 +651,8 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
     obs_shape = envs.single_observation_space.shape
     agent = Agent(obs_shape, envs.single_action_space.n, NETWORKS[args.obs], args.hidden).to(device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    if args.resume is not None:
+        _resume(agent, optimizer, args.resume)
 
     # The rollout, on the env's device.
     if device.type == "cuda":
@@ -756,12 +786,12 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
             if on_update is not None:
                 on_update(row)
             if out is not None and args.save_every and update % args.save_every == 0:
-                save(agent, out / "agent.pt", args)
+                save(agent, out / "agent.pt", args, optimizer)
     except KeyboardInterrupt:
         if out is not None:  # keep what was learned (mid-update: the weights as they are)
-            save(agent, out / "agent.pt", args)
+            save(agent, out / "agent.pt", args, optimizer)
         raise
 
     seconds = time.perf_counter() - start
-    checkpoint = save(agent, out / "agent.pt", args) if out is not None else None
+    checkpoint = save(agent, out / "agent.pt", args, optimizer) if out is not None else None
     return Result(args, agent, steps, seconds, log, checkpoint)

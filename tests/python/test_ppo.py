@@ -132,9 +132,9 @@ def test_the_agent_is_saved_every_few_updates_and_when_the_run_is_interrupted(tm
     saved = []
     real_save = ppo.save
 
-    def counting_save(agent, path, args=None):
+    def counting_save(agent, path, *rest):
         saved.append(agent.actor.weight.detach().clone())
-        return real_save(agent, path, args)
+        return real_save(agent, path, *rest)
 
     monkeypatch.setattr(ppo, "save", counting_save)
     ppo.train(tiny(total_steps=4 * 16 * 4, save_every=2, out=str(out)))
@@ -155,6 +155,22 @@ def test_the_agent_is_saved_every_few_updates_and_when_the_run_is_interrupted(tm
     assert f"the agent so far is in {out / 'agent.pt'}" in capsys.readouterr().err
     with pytest.raises(ValueError, match="save_every"):
         ppo.check(tiny(save_every=-1))
+
+
+def test_a_run_resumes_from_a_saved_agent_and_its_optimizer_state(tmp_path, smb_rom):
+    first = ppo.train(tiny(out=str(tmp_path / "a")))
+    saved = ppo.load(tmp_path / "a" / "agent.pt")
+    assert saved.optimizer_state is not None and saved.optimizer_state["state"]
+    # At a learning rate of 1e-12 the resumed run can only keep the weights it started from;
+    # a run that ignored resume would keep its own fresh ones.
+    again = ppo.train(tiny(resume=str(tmp_path / "a" / "agent.pt"), learning_rate=1e-12, seed=9))
+    fresh = ppo.train(tiny(learning_rate=1e-12, seed=9))
+    for (name, w0), w1, w2 in zip(first.agent.state_dict().items(), again.agent.state_dict().values(),
+                                  fresh.agent.state_dict().values()):  # fmt: skip
+        assert torch.allclose(w0, w1, atol=1e-6), name
+        assert not torch.allclose(w0, w2, atol=1e-6), name
+    with pytest.raises(ValueError, match="cannot resume"):
+        ppo.train(tiny(resume=str(tmp_path / "a" / "agent.pt"), obs="gray84", num_envs=2))
 
 
 def test_the_same_seed_gives_the_same_run_and_another_seed_another(smb_rom):
