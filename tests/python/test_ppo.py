@@ -346,3 +346,21 @@ def test_the_e2e_bench_runs_its_three_rows_and_writes_their_figures(tmp_path, sm
     assert set(result["median"]) == {"env", "nesle.ppo", "sb3"}
     assert all(v > 0 for v in result["median"].values())
     assert result["backend"] == "cpu" and result["envs"] == 2
+
+
+def test_the_sb3_alignment_bench_trains_both_and_scores_them_alike(tmp_path, smb_rom):
+    """bench/ppo_vs_sb3.py at a tiny budget: both trainers run and are scored by the same
+    evaluation episodes (2 here, 32 in the bench)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "bench" / "ppo_vs_sb3.py"
+    out = tmp_path / "vs.json"
+    done = subprocess.run([sys.executable, str(script), "--steps", "256", "--envs", "2", "--eval-envs", "2",
+                           "--out", str(out)], capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    results = json.loads(out.read_text())["results"]
+    assert set(results) == {"nesle.ppo", "sb3"}
+    for r in results.values():
+        assert r["episodes"] == 2 and r["episode_x_pos"] > 40
