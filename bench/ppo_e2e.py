@@ -30,7 +30,10 @@ import sys
 import time
 from pathlib import Path
 
-import torch
+from nesle._device import quiet_openmp
+
+quiet_openmp()  # before torch loads OpenMP, for every row (nesle.ppo and nesle.sb3 do the same)
+import torch  # noqa: E402
 
 import nesle
 from nesle import ppo

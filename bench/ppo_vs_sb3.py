@@ -29,7 +29,11 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import torch
+
+from nesle._device import quiet_openmp
+
+quiet_openmp()  # before torch loads OpenMP, for every row (nesle.ppo and nesle.sb3 do the same)
+import torch  # noqa: E402
 
 from nesle import ppo
 

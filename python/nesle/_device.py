@@ -25,11 +25,23 @@ step, so that a step never has to wait for the GPU to know whether an episode en
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
 
 from nesle import _native
+
+
+def quiet_openmp() -> None:
+    """Let OpenMP's idle threads sleep instead of spin; takes effect only before torch loads.
+
+    The CPU backend steps its envs on every core between a trainer's torch calls, and OpenMP's
+    default keeps torch's idle threads spinning for milliseconds after each call, on the cores
+    the envs need (docs/benchmarks/cpu-2026-12-05-ppo-e2e-passive.json). A user's own
+    ``OMP_WAIT_POLICY`` is kept. It changes when threads wait, not what they compute.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def _torch() -> Any:

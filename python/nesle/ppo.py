@@ -43,10 +43,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
 import nesle
+from nesle._device import quiet_openmp
+
+quiet_openmp()  # before torch loads OpenMP
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
 
 #: Observation modes the agent has a network for: RAM bytes through an MLP, 84x84 gray
 #: frames through the Nature DQN convolutions (Mnih et al. 2015).

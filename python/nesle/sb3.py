@@ -22,10 +22,12 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
-from nesle._device import to_numpy
+from nesle._device import quiet_openmp, to_numpy
 from nesle.vector import NesleVectorEnv
+
+quiet_openmp()  # before SB3 loads torch
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices  # noqa: E402
 
 
 class NesleVecEnv(VecEnv):

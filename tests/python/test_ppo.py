@@ -186,6 +186,37 @@ def test_the_same_seed_gives_the_same_run_and_another_seed_another(smb_rom):
     assert learned(a) != learned(c)
 
 
+# Records OMP_WAIT_POLICY at the moment torch is first imported, then imports the module.
+_OPENMP_PROBE = """
+import os, sys
+seen = []
+class Probe:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" and not seen:
+            seen.append(os.environ.get("OMP_WAIT_POLICY"))
+sys.meta_path.insert(0, Probe())
+import {module}
+print(seen)
+"""
+
+
+@pytest.mark.parametrize("module, user", [("nesle.ppo", None), ("nesle.ppo", "ACTIVE"), ("nesle.sb3", None)])
+def test_torch_loads_with_openmp_threads_that_sleep_unless_the_user_chose(module, user):
+    """The CPU backend's envs and torch's OpenMP threads share the cores, so the trainer and the
+    SB3 adapter set OMP_WAIT_POLICY before torch loads OpenMP (it is read once, at load), and
+    keep a user's own."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if user is not None:
+        env["OMP_WAIT_POLICY"] = user
+    out = subprocess.run([sys.executable, "-c", _OPENMP_PROBE.format(module=module)], env=env,
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert out.split() == [f"['{user or 'PASSIVE'}']"]
+
+
 def test_ppo_learns_to_run_right_in_world_1_1(smb_rom):
     """32 envs for 12 rollouts (24,576 steps, ~10 s on 2 cores) beside the same run with a
     learning rate of 1e-12 (an untrained control: same seed, same starts, the same phases of
