@@ -163,8 +163,12 @@ def test_a_run_resumes_from_a_saved_agent_and_its_optimizer_state(tmp_path, smb_
     assert saved.optimizer_state is not None and saved.optimizer_state["state"]
     # At a learning rate of 1e-12 the resumed run can only keep the weights it started from;
     # a run that ignored resume would keep its own fresh ones.
-    again = ppo.train(tiny(resume=str(tmp_path / "a" / "agent.pt"), learning_rate=1e-12, seed=9))
+    again = ppo.train(tiny(resume=str(tmp_path / "a" / "agent.pt"), learning_rate=1e-12, seed=9,
+                           out=str(tmp_path / "b")))  # fmt: skip
     fresh = ppo.train(tiny(learning_rate=1e-12, seed=9))
+    # Adam's state goes on from the saved one: its step count is both runs' steps.
+    steps = [ppo.load(tmp_path / d / "agent.pt").optimizer_state["state"][0]["step"] for d in "ab"]
+    assert float(steps[1]) == 2 * float(steps[0]) > 0
     for (name, w0), w1, w2 in zip(first.agent.state_dict().items(), again.agent.state_dict().values(),
                                   fresh.agent.state_dict().values()):  # fmt: skip
         assert torch.allclose(w0, w1, atol=1e-6), name
