@@ -8,8 +8,9 @@ Three rows, run in turn in every round, on one backend and one env count:
   drawn by torch on the env's device: what the trainer could reach if learning were free;
 - ``nesle.ppo``: ``nesle.ppo.train`` (an MLP of two 256-wide layers, 64 steps a rollout, 8
   minibatches, 4 epochs);
-- ``sb3``: Stable-Baselines3's PPO with the same settings (``MlpPolicy``, net_arch 256 x 2,
-  n_steps 64, the same minibatch size, 4 epochs) on ``nesle.sb3.NesleVecEnv``.
+- ``sb3``: Stable-Baselines3's PPO set up as nesle.ppo's defaults are (``sb3_aligned.py``: the
+  same layers, rollout, minibatches, epochs, annealed rate, clipping, reward scaling and /255)
+  on ``nesle.sb3.NesleVecEnv``.
 
 The JSON records each round's figure; the table gives the median. Ratios within one run are the
 figure to read on a shared machine (absolute times on 2 shared cores are noise).
@@ -36,6 +37,7 @@ quiet_openmp()  # before torch loads OpenMP, for every row (nesle.ppo and nesle.
 import torch  # noqa: E402
 
 import nesle
+import sb3_aligned  # beside this script
 from nesle import ppo
 
 
@@ -63,23 +65,13 @@ def run_nesle_ppo(args: argparse.Namespace) -> float:
 
 
 def run_sb3(args: argparse.Namespace) -> float:
-    from stable_baselines3 import PPO
-
-    from nesle.sb3 import NesleVecEnv
-
-    venv = NesleVecEnv("smb", args.envs, backend=args.backend, obs="ram", seed=0)
-    batch = args.envs * 64
-    model = PPO(
-        "MlpPolicy", venv, n_steps=64, batch_size=max(batch // 8, 1), n_epochs=4,
-        learning_rate=2.5e-4, clip_range=0.1, ent_coef=0.01, seed=0, verbose=0,
-        policy_kwargs={"net_arch": [256, 256]},
-        device="cuda" if args.backend == "cuda" else "cpu",
-    )  # fmt: skip
+    model = sb3_aligned.make_ppo(args.envs, args.backend, seed=0)
+    batch = args.envs * sb3_aligned.NUM_STEPS
     steps = -(-args.steps // batch) * batch  # whole rollouts, as nesle.ppo runs them
     t0 = time.perf_counter()
     model.learn(total_timesteps=steps)
     seconds = time.perf_counter() - t0
-    venv.close()
+    model.env.close()
     return steps / seconds
 
 

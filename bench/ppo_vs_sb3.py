@@ -3,14 +3,11 @@
 and budget: an alignment check of the trainer against a reference implementation.
 
 Both train on ``nesle.make_vec("smb", ...)`` (CPU backend, RAM observations, frameskip 4, SMB's
-simple actions, gym-super-mario-bros' reward, an episode a life) with nesle.ppo's defaults: 64
-steps a rollout, 8 minibatches, 4 epochs, Adam at 2.5e-4 annealed linearly, clip 0.1 on the
-policy and the value, entropy 0.01, value 0.5, gradient norm 0.5, GAE 0.95, gamma 0.99, rewards
-scaled by the return's running std, observations divided by 255, two hidden layers of 256.
-What differs is SB3's: separate policy and value networks (nesle.ppo shares its trunk), and its
-own RNG streams. Then each agent plays one episode in each of 32 envs from the same starts
-(sampled actions; ``nesle.ppo.evaluate``'s protocol), scored by Mario's x where it ends, the
-return and the episodes that cleared World 1-1.
+simple actions, gym-super-mario-bros' reward, an episode a life) with nesle.ppo's defaults, which
+``sb3_aligned.py`` gives SB3 (what differs is SB3's: separate policy and value networks, nesle.ppo
+sharing its trunk, and its own RNG streams). Then each agent plays one episode in each of 32 envs
+from the same starts (sampled actions; ``nesle.ppo.evaluate``'s protocol), scored by Mario's x
+where it ends, the return and the episodes that cleared World 1-1.
 
     python bench/ppo_vs_sb3.py --steps 1500000 --envs 32 --out out.json [--only sb3|nesle] [--eval-envs 32]
 """
@@ -27,7 +24,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 from nesle._device import quiet_openmp
@@ -35,6 +31,7 @@ from nesle._device import quiet_openmp
 quiet_openmp()  # before torch loads OpenMP, for every row (nesle.ppo and nesle.sb3 do the same)
 import torch  # noqa: E402
 
+import sb3_aligned  # beside this script
 from nesle import ppo
 
 EVAL_SEED, EVAL_MAX_STEPS = 12345, 3000
@@ -52,51 +49,12 @@ def train_nesle(args: argparse.Namespace) -> tuple[Any, float]:
 
 
 def train_sb3(args: argparse.Namespace) -> tuple[Any, float]:
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import VecEnvWrapper, VecNormalize
-
-    from nesle.sb3 import NesleVecEnv
-
-    class Scaled(VecEnvWrapper):
-        """RAM bytes as floats in [0, 1], as nesle.ppo's agent sees them (SB3 scales only
-        image spaces)."""
-
-        def __init__(self, venv: Any) -> None:
-            space = gym.spaces.Box(0.0, 1.0, venv.observation_space.shape, np.float32)
-            super().__init__(venv, observation_space=space)
-
-        def reset(self) -> np.ndarray:
-            return self.venv.reset().astype(np.float32) / 255.0
-
-        def step_wait(self) -> Any:
-            obs, reward, done, infos = self.venv.step_wait()
-            for info in infos:
-                if "terminal_observation" in info:
-                    info["terminal_observation"] = info["terminal_observation"].astype(np.float32) / 255.0
-            return obs.astype(np.float32) / 255.0, reward, done, infos
-
-    venv = VecNormalize(Scaled(NesleVecEnv("smb", args.envs, backend="cpu", obs="ram", seed=args.seed)),
-                        norm_obs=False, norm_reward=True, gamma=0.99)  # fmt: skip
-    lr = 2.5e-4
-    model = PPO(
-        "MlpPolicy", venv, n_steps=64, batch_size=args.envs * 64 // 8, n_epochs=4,
-        learning_rate=lambda left: lr * left, clip_range=0.1, clip_range_vf=0.1, ent_coef=0.01,
-        vf_coef=0.5, max_grad_norm=0.5, gae_lambda=0.95, gamma=0.99, seed=args.seed, verbose=0,
-        policy_kwargs={"net_arch": [256, 256], "activation_fn": torch.nn.ReLU}, device="cpu",
-    )  # fmt: skip
+    model = sb3_aligned.make_ppo(args.envs, "cpu", args.seed)
     t0 = time.perf_counter()
     model.learn(total_timesteps=args.steps)
     seconds = time.perf_counter() - t0
-    venv.close()
-    policy = model.policy
-
-    @torch.no_grad()
-    def act(obs: np.ndarray, gen: torch.Generator) -> np.ndarray:
-        x = torch.as_tensor(obs, dtype=torch.float32) / 255.0
-        logits = policy.get_distribution(x).distribution.logits
-        return torch.multinomial(logits.softmax(-1), 1, generator=gen).squeeze(-1).numpy()
-
-    return act, seconds
+    model.env.close()
+    return sb3_aligned.actor(model), seconds
 
 
 def evaluate(act: Any, n: int = 32) -> dict[str, float]:
