@@ -621,25 +621,49 @@ def _resume(agent: Agent, optimizer: torch.optim.Optimizer, path: str) -> None:
         optimizer.load_state_dict(prior.optimizer_state)
 
 
-def _check_gpu_memory(args: Args, obs_shape: tuple[int, ...], device: torch.device) -> None:
-    """A clear error, before anything is allocated, when the rollout and a minibatch's
-    activations cannot fit in the GPU memory the env left free (rather than an out-of-memory
-    error in the middle of the first update)."""
+def _sample_bytes(agent: Agent) -> int:
+    """A bound on what one minibatch sample holds during an update: the observation's two float
+    copies (the cast and the scaling), what autograd keeps from the forward, and as much again
+    for the backward's gradients. Measured on a forward of two samples on the agent's device."""
+    device = next(agent.parameters()).device
+    weights = {p.data_ptr() for p in agent.parameters()}
+    kept = 0
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        nonlocal kept
+        if t.data_ptr() not in weights:
+            kept += t.numel() * t.element_size()
+        return t
+
+    obs = torch.zeros((2, *agent.obs_shape), dtype=torch.uint8, device=device)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        agent.act_and_value(obs, torch.zeros(2, dtype=torch.int64, device=device))
+    return 2 * 4 * int(np.prod(agent.obs_shape)) + 2 * (kept // 2)
+
+
+def gpu_memory_need(args: Args, agent: Agent) -> int:
+    """Bytes of GPU memory a run's rollout and updates need (``args`` resolved): the rollout's
+    columns, and a minibatch's activations twice over (for the advantages, the returns and the
+    allocator's slack)."""
     n, t_max = args.num_envs or 1, args.num_steps or 1
-    width = int(np.prod(obs_shape))
+    width = int(np.prod(agent.obs_shape))
     rollout = t_max * n * (width + 5 * 4 + 8)  # uint8 observations; 5 float32 and 1 int64 columns
     minibatch = -(-t_max * n // args.num_minibatches)
-    # The minibatch's float input and its gradient, and the trunk's activations (a bound: the
-    # CNN's first convolution makes 32 x 20 x 20 values a frame stack).
-    activations = minibatch * (2 * 4 * width + 4 * 4 * max(args.hidden, 32 * 20 * 20))
-    need = rollout + 2 * activations  # twice: advantages, returns and the allocator's slack
+    return rollout + 2 * minibatch * _sample_bytes(agent)
+
+
+def _check_gpu_memory(args: Args, agent: Agent, device: torch.device) -> None:
+    """A clear error, before the rollout is allocated, when the rollout and a minibatch's
+    activations cannot fit in the GPU memory the env left free (rather than an out-of-memory
+    error in the middle of the first update)."""
+    need = gpu_memory_need(args, agent)
     free, _total = torch.cuda.mem_get_info(device)
     if need > 0.9 * free:
         gib = 2**30
         raise ValueError(
             f"PPO's rollout and updates need about {need / gib:.1f} GiB of GPU memory and "
-            f"{free / gib:.1f} GiB are free: lower num_envs ({n}) or num_steps ({t_max}), or "
-            f"raise num_minibatches ({args.num_minibatches})"
+            f"{free / gib:.1f} GiB are free: lower num_envs ({args.num_envs}) or num_steps "
+            f"({args.num_steps}), or raise num_minibatches ({args.num_minibatches})"
         )
 
 
@@ -659,7 +683,7 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
 
     # The rollout, on the env's device.
     if device.type == "cuda":
-        _check_gpu_memory(args, obs_shape, device)
+        _check_gpu_memory(args, agent, device)
     obs = torch.zeros((t_max, n, *obs_shape), dtype=torch.uint8, device=device)
     actions = torch.zeros((t_max, n), dtype=torch.int64, device=device)
     logprobs = torch.zeros((t_max, n), device=device)

@@ -353,6 +353,26 @@ def test_ppo_on_the_gpu_trains_gray84_and_evaluates_and_records_on_the_device(tm
     assert r["episodes"] + r["unfinished"] == 1 and (tmp_path / "gpu.gif").stat().st_size > 0
 
 
+def test_the_gpu_memory_estimate_is_the_agents_own_and_fits_the_e2e_protocol_on_an_80_gb_card():
+    """gpu_memory_need (what refuses a run too large for the GPU) is measured from the agent's
+    forward: the E2E protocol's largest run (65,536 envs x 64 steps, the MLP over RAM) fits the
+    ~70 GiB an 80 GB card leaves free, while the estimate still covers the rollout and the
+    scaled input the first layer keeps; a CNN sample costs far more than an MLP one."""
+    mlp, cnn = ppo.Agent((1, 2048), 7, "mlp"), ppo.Agent((4, 84, 84), 7, "cnn")
+    args = ppo.Args(game="smb", num_envs=65_536, num_steps=64, num_minibatches=8)
+    need = ppo.gpu_memory_need(args, mlp)
+    samples = 65_536 * 64
+    assert need < 0.9 * 70 * 2**30
+    assert need > samples * 2048 + samples // 8 * 4 * 2048
+    # A sample holds at least the cast and the scaled input and the first layer's kept input.
+    assert ppo._sample_bytes(mlp) >= 3 * 4 * 2048
+    assert ppo._sample_bytes(cnn) > 10 * ppo._sample_bytes(mlp)
+    # Linear in the minibatch: twice the minibatches, half the activations.
+    halved = ppo.gpu_memory_need(dataclasses.replace(args, num_minibatches=16), mlp)
+    rollout = samples * (2048 + 5 * 4 + 8)
+    assert need - rollout == pytest.approx(2 * (halved - rollout), rel=1e-6)
+
+
 @pytest.mark.gpu
 def test_ppo_asks_for_fewer_envs_when_its_rollout_cannot_fit_the_gpu(smb_rom):
     free, _ = torch.cuda.mem_get_info()
