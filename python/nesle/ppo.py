@@ -636,7 +636,7 @@ def _sample_bytes(agent: Agent) -> int:
         return t
 
     obs = torch.zeros((2, *agent.obs_shape), dtype=torch.uint8, device=device)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         agent.act_and_value(obs, torch.zeros(2, dtype=torch.int64, device=device))
     return 2 * 4 * int(np.prod(agent.obs_shape)) + 2 * (kept // 2)
 

@@ -367,6 +367,9 @@ def test_the_gpu_memory_estimate_is_the_agents_own_and_fits_the_e2e_protocol_on_
     # A sample holds at least the cast and the scaled input and the first layer's kept input.
     assert ppo._sample_bytes(mlp) >= 3 * 4 * 2048
     assert ppo._sample_bytes(cnn) > 10 * ppo._sample_bytes(mlp)
+    outside = ppo._sample_bytes(mlp)
+    with torch.no_grad():  # a caller's context: the forward still counts what training keeps
+        assert ppo._sample_bytes(mlp) == outside
     # Linear in the minibatch: twice the minibatches, half the activations.
     halved = ppo.gpu_memory_need(dataclasses.replace(args, num_minibatches=16), mlp)
     rollout = samples * (2048 + 5 * 4 + 8)
