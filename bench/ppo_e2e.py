@@ -85,8 +85,12 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=40_960, help="env steps a row a round")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--rows", default=",".join(ROWS), help=f"rows to run (default {','.join(ROWS)})")
+    p.add_argument("--tf32", action="store_true",
+                   help="let CUDA matrix products use TF32 (torch's default is full FP32) for every row")  # fmt: skip
     p.add_argument("--out", type=Path)
     args = p.parse_args()
+    # A measurement knob: whether the updates' products on tensor cores pay on a GPU.
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32
     rows = args.rows.split(",")
     figures: dict[str, list[float]] = {r: [] for r in rows}
     for k in range(args.rounds):
@@ -111,7 +115,7 @@ def main() -> int:
                         "gpu": torch.cuda.get_device_name() if args.backend == "cuda" else None},
             "protocol": "E2E (docs/ANCHORS.md): SMB World 1-1, RAM observations, frameskip 4; "
                         "see bench/ppo_e2e.py for the three rows",
-            "backend": args.backend, "envs": args.envs, "steps_per_row": args.steps,
+            "backend": args.backend, "envs": args.envs, "steps_per_row": args.steps, "tf32": args.tf32,
             "rounds": figures, "median": median,
         }, indent=1) + "\n")  # fmt: skip
     return 0
