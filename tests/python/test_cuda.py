@@ -563,38 +563,23 @@ def test_kernels_compiled_from_source_at_run_time_match_the_cpu(smb_rom, tmp_pat
     assert run.returncode != 0 and "entry points" in run.stderr and "u32, u32)" in run.stderr, run.stderr[-3000:]
 
 
-_LONG_STEPS = """
-import sys, time, numpy as np, nesle
-from nesle import _native
-rom, n, frames = open(sys.argv[1], "rb").read(), int(sys.argv[2]), int(sys.argv[3])
-cpu, gpu = nesle.CpuBatch(rom, n), _native.CudaBatch(rom, n)
-rng = np.random.default_rng(9)
-for t in range(8):
-    a = np.full(n, nesle.BUTTON_START, np.uint8) if t < 3 else rng.integers(0, 256, n, dtype=np.uint8)
-    cpu.step(a, frames)
-    gpu.step(a, frames)
-    np.testing.assert_array_equal(gpu.ram(), cpu.ram(), err_msg=f"step {t}")
-    np.testing.assert_array_equal(gpu.pixels(), cpu.pixels(), err_msg=f"step {t}")
-print("same")
-"""
-
-
 @pytest.mark.parametrize(("n", "block"), [(24, None), (24, "32"), (300, "512")], ids=["24", "24-block32", "300-block512"])
 def test_diverging_envs_over_long_steps_finish_with_the_cpus_results(smb_rom, tmp_path, n, block):
     """Steps of 30 frames, in lockstep at first (Start), then with random buttons, so that the
     warps diverge inside steps that cross hundreds of the frame's part barriers; in partial
     blocks (24 envs), one-warp blocks and blocks of 512. In a child process with a time limit, so
     a kernel that hangs (as #187's first barrier did, kernel-notes "The pair hangs") fails this
-    test instead of stopping the suite."""
+    test instead of stopping the suite: bench/long_steps.py with --check."""
     rom = tmp_path / "smb.nes"
     rom.write_bytes(smb_rom)
+    script = Path(__file__).resolve().parents[2] / "bench" / "long_steps.py"
     env = dict(os.environ, **({"NESLE_BLOCK": block} if block else {}))
     try:
-        run = subprocess.run([sys.executable, "-c", _LONG_STEPS, str(rom), str(n), "30"], env=env,
+        run = subprocess.run([sys.executable, str(script), str(rom), str(n), "30", "--check"], env=env,
                              capture_output=True, text=True, timeout=180, check=False)  # fmt: skip
     except subprocess.TimeoutExpired:
         pytest.fail(f"{n} envs (block {block or 'default'}): the steps did not finish in 180 s (a kernel hung)")
-    assert run.returncode == 0 and "same" in run.stdout, run.stderr[-3000:]
+    assert run.returncode == 0 and "the CPU's results" in run.stdout, run.stderr[-3000:]
 
 
 @pytest.mark.parametrize("options", ["-DNESLE_PC_VOTE=1", "-DNESLE_PC_VOTE=2"], ids=["1", "2"])
