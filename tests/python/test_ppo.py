@@ -264,6 +264,8 @@ def test_bad_settings_and_files_are_clear_errors(tmp_path, capsys, smb_rom):
         ppo.train(tiny(num_steps=0))
     with pytest.raises(ValueError, match="gamma must be in"):
         ppo.check(tiny(gamma=1.5))
+    with pytest.raises(ValueError, match="total_steps must be a positive int or None"):
+        ppo.check(tiny(total_steps=0))
     bad = tmp_path / "agent.pt"
     bad.write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="is not a nesle PPO agent"):
@@ -284,6 +286,14 @@ def test_bad_settings_and_files_are_clear_errors(tmp_path, capsys, smb_rom):
     assert cli.main(["train", "smb", "--backend", "cpu", "--actions", "no_such_set"]) == 2
     assert cli.main(["train", "smb", "--backend", "cpu", "--reward", "{death: -1}"]) == 2
     assert cli.main(["train", "smb", "--backend", "cpu", "--reward", '{"no_such_part": 1}']) == 2
+
+
+def test_the_step_budget_left_unset_is_the_backends_own():
+    # The main job (`make run`) trains with nesle train's defaults: minutes on either backend.
+    assert ppo.Args().resolved("cpu").total_steps == 1_500_000
+    assert ppo.Args().resolved("cuda").total_steps == 10_000_000
+    assert ppo.Args(total_steps=96).resolved("cuda").total_steps == 96
+    ppo.check(ppo.Args())  # None is a setting, not an error
 
 
 def test_the_gray84_network_trains_on_stacked_frames(smb_rom):
