@@ -3,9 +3,13 @@ PYTHON ?= python3
 
 .PHONY: run test test-setup test-rust test-python test-wheel install
 
-# The main job: install nesle and run it on the best backend available.
+# The main job: install nesle (with torch) and train PPO on Super Mario Bros. on the best backend
+# available (10M steps on CUDA, 1.5M on the CPU: about 12 minutes on 2 cores), then record the
+# trained agent's greedy episode. The ROM is fetched on first use.
 run: install
-	$(PYTHON) -m nesle demo --out mario.png
+	$(PYTHON) -m pip install -q -e ".[torch]"
+	$(PYTHON) -m nesle train smb --out runs/smb
+	$(PYTHON) -m nesle record --agent runs/smb/agent.pt --greedy --out mario.gif
 
 # The CUDA compilers come first so the build embeds the kernels; without a GPU the same build
 # runs on the CPU backend.
