@@ -7,7 +7,6 @@ PYTHON ?= python3
 # available (10M steps on CUDA, 1.5M on the CPU: about 12 minutes on 2 cores), then record the
 # trained agent's greedy episode. The ROM is fetched on first use.
 run: install
-	$(PYTHON) -m pip install -q -e ".[torch]"
 	$(PYTHON) -m nesle train smb --out runs/smb
 	$(PYTHON) -m nesle record --agent runs/smb/agent.pt --greedy --out mario.gif
 
@@ -16,7 +15,7 @@ run: install
 install:
 	$(PYTHON) -m pip install -q --upgrade pip maturin
 	$(PYTHON) -m pip install -q $(NVCC_WHEELS)
-	$(PYTHON) -m pip install -q -e .
+	$(PYTHON) -m pip install -q -e ".[torch]"
 
 # The whole test suite: set-up (CUDA compilers first, as for `install`, then the Python package
 # and every game's ROM: the Rust tests use Zelda's and Contra's too), Rust (unit, test ROMs,
