@@ -29,11 +29,7 @@ fn test_rom_dir() -> PathBuf {
 }
 
 fn game_rom(name: &str) -> Result<Vec<u8>, String> {
-    let dir = match std::env::var("NESLE_ROM_DIR") {
-        Ok(d) => PathBuf::from(d),
-        Err(_) => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms"),
-    };
-    let path = dir.join(name);
+    let path = common::rom_dir().join(name);
     std::fs::read(&path).map_err(|e| {
         format!(
             "{} missing ({e}): the Python side fetches it (gym-super-mario-bros 7.4.0 wheel); \

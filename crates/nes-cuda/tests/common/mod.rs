@@ -7,13 +7,24 @@ pub use rng::Rng;
 
 use std::path::PathBuf;
 
-/// A game ROM from the nesle cache (or NESLE_ROM_DIR), if there.
+/// Where the game ROMs are: `NESLE_ROM_DIR`, else the folder `nesle roms fetch` fills
+/// (`$XDG_CACHE_HOME/nesle/roms`, default `~/.cache/nesle/roms`), as nes-core's tests and
+/// `nesle.roms` look.
 #[allow(dead_code)] // not every test crate that shares this module reads ROMs
+pub fn rom_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("NESLE_ROM_DIR") {
+        return d.into();
+    }
+    match std::env::var_os("XDG_CACHE_HOME") {
+        Some(c) if !c.is_empty() => PathBuf::from(c).join("nesle/roms"),
+        _ => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/nesle/roms"),
+    }
+}
+
+/// A game ROM from [`rom_dir`], if there.
+#[allow(dead_code)]
 pub fn rom(name: &str) -> Option<Vec<u8>> {
-    let dir = std::env::var("NESLE_ROM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms"));
-    std::fs::read(dir.join(name)).ok()
+    std::fs::read(rom_dir().join(name)).ok()
 }
 
 /// Every .nes file under the test ROM folder (NESLE_TEST_ROMS, default ../shared/test-roms).
