@@ -17,7 +17,8 @@
 //! ```
 //! From the first gameplay frame of World 1-1, SIMPLE_MOVEMENT actions from the benchmark's
 //! seeded generator every 4 frames, FRAMES frames (default 2,000). The ROM comes from
-//! `$NESLE_ROM_DIR` or `~/.cache/nesle/roms`.
+//! `$NESLE_ROM_DIR` or the nesle cache
+//! (`$XDG_CACHE_HOME/nesle/roms`, default `~/.cache/nesle/roms`).
 
 use nes_core::cpu::ops::{Access, Mn, Mode, OPS};
 

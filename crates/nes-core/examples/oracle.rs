@@ -19,11 +19,15 @@
 //! valgrind --tool=callgrind --collect-atstart=no --toggle-collect='oracle::timed*' \
 //!     target/release/examples/oracle bench 300 0
 //! ```
-//! The game ROMs come from `$NESLE_ROM_DIR` or `~/.cache/nesle/roms`, the test ROMs from
+//! The game ROMs come from `$NESLE_ROM_DIR` or the nesle cache
+//! (`$XDG_CACHE_HOME/nesle/roms`, default `~/.cache/nesle/roms`), the test ROMs from
 //! `$NESLE_TEST_ROMS` or `/work/shared/test-roms`.
 
 use nes_core::Console;
 use std::path::PathBuf;
+
+#[path = "common/smb.rs"]
+mod smb;
 
 fn fnv(b: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf29ce484222325;
@@ -51,11 +55,7 @@ fn script(f: u64) -> u8 {
 }
 
 fn game(file: &str) -> PathBuf {
-    let dir = match std::env::var_os("NESLE_ROM_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/nesle/roms"),
-    };
-    dir.join(file)
+    smb::rom_dir().join(file)
 }
 
 fn test_rom(path: &str) -> PathBuf {

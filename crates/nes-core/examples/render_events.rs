@@ -6,7 +6,8 @@
 //! ```text
 //! cargo run --release -p nes-core --example render_events -- [FRAMES] [ROM ...]
 //! ```
-//! Each ROM (default: the four game ROMs in `$NESLE_ROM_DIR` or `~/.cache/nesle/roms`) runs
+//! Each ROM (default: the four game ROMs in `$NESLE_ROM_DIR` or the nesle cache
+//! (`$XDG_CACHE_HOME/nesle/roms`, default `~/.cache/nesle/roms`)) runs
 //! FRAMES frames (default 1000) with seeded random buttons, new every 4 frames (SMB: Start once,
 //! then SIMPLE_MOVEMENT; the others: any buttons, Start among them). At every scanline the PPU
 //! reaches, the fields the pixels are drawn from are compared with the last scanline's: the
@@ -30,6 +31,8 @@ const PRE_RENDER: u16 = 261;
 
 #[path = "common/rng.rs"]
 mod rng;
+#[path = "common/smb.rs"]
+mod smb;
 use rng::{Rng, SIMPLE_MOVEMENT};
 
 /// The byte ranges of the watched fields in a flat state.
@@ -138,9 +141,7 @@ fn survey(name: &str, rom: &[u8], frames: u64, smb: bool) -> Tally {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let frames: u64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(1000);
-    let dir = std::env::var("NESLE_ROM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms"));
+    let dir = smb::rom_dir();
     let roms: Vec<PathBuf> = if args.len() > 1 {
         args[1..].iter().map(PathBuf::from).collect()
     } else {

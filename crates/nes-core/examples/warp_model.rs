@@ -65,7 +65,8 @@
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
 //! listed step (default 3,30,100,200) the 4 frames of that step are traced. The ROM comes from
-//! `$NESLE_ROM_DIR` or `~/.cache/nesle/roms`.
+//! `$NESLE_ROM_DIR` or the nesle cache
+//! (`$XDG_CACHE_HOME/nesle/roms`, default `~/.cache/nesle/roms`).
 
 use nes_core::Console;
 

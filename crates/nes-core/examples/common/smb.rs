@@ -3,13 +3,24 @@
 use nes_core::Console;
 use std::path::PathBuf;
 
-/// Super Mario Bros. from `$NESLE_ROM_DIR` or `~/.cache/nesle/roms`, booted with one press of
-/// Start to the first frame of play in World 1-1 (the GPU benchmark's start).
+/// Where the game ROMs are: `$NESLE_ROM_DIR`, else the folder `nesle roms fetch` fills
+/// (`$XDG_CACHE_HOME/nesle/roms`, default `~/.cache/nesle/roms`).
+#[allow(dead_code)] // not every example that includes this file boots SMB, nor the other way
+pub fn rom_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("NESLE_ROM_DIR") {
+        return d.into();
+    }
+    match std::env::var_os("XDG_CACHE_HOME") {
+        Some(c) if !c.is_empty() => PathBuf::from(c).join("nesle/roms"),
+        _ => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/nesle/roms"),
+    }
+}
+
+/// Super Mario Bros. from [`rom_dir`], booted with one press of Start to the first frame of
+/// play in World 1-1 (the GPU benchmark's start).
+#[allow(dead_code)]
 pub fn world_1_1() -> Console {
-    let dir = std::env::var("NESLE_ROM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms"));
-    let rom = std::fs::read(dir.join("super-mario-bros.nes")).expect("super-mario-bros.nes (set NESLE_ROM_DIR)");
+    let rom = std::fs::read(rom_dir().join("super-mario-bros.nes")).expect("super-mario-bros.nes (set NESLE_ROM_DIR)");
     let mut c = Console::new(&rom).expect("a valid ROM");
     for frame in 0..1200 {
         c.set_buttons(0, if (40..42).contains(&frame) { 0x08 } else { 0 });
