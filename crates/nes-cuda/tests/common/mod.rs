@@ -7,19 +7,12 @@ pub use rng::Rng;
 
 use std::path::PathBuf;
 
-/// Where the game ROMs are: `NESLE_ROM_DIR`, else the folder `nesle roms fetch` fills
-/// (`$XDG_CACHE_HOME/nesle/roms`, default `~/.cache/nesle/roms`), as nes-core's tests and
-/// `nesle.roms` look.
-#[allow(dead_code)] // not every test crate that shares this module reads ROMs
-pub fn rom_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("NESLE_ROM_DIR") {
-        return d.into();
-    }
-    match std::env::var_os("XDG_CACHE_HOME") {
-        Some(c) if !c.is_empty() => PathBuf::from(c).join("nesle/roms"),
-        _ => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/nesle/roms"),
-    }
-}
+// Where the game ROMs are (`rom_dir`: NESLE_ROM_DIR, else the folder `nesle roms fetch` fills),
+// as nes-core's examples look.
+#[path = "../../../nes-core/examples/common/smb.rs"]
+mod smb;
+#[allow(unused_imports)] // not every test crate that shares this module reads ROMs
+pub use smb::rom_dir;
 
 /// A game ROM from [`rom_dir`], if there.
 #[allow(dead_code)]
