@@ -159,6 +159,67 @@ NESLE_FN u64 nes_part_end(u64 start, u32 part) {
     return part < NESLE_PHASES ? start + (u64)part * (NES_FRAME_CYCLES / NESLE_PHASES) : ~0ull;
 }
 
+#if NESLE_WARP_VOTE && NESLE_PHASES > 1 && NESLE_SLACK
+// The parts' barriers with a slack of one part (kernel-notes #187): two mbarriers taking turns,
+// each counting the warps done with every other part. The launch's parts are numbered from 1
+// over its frames and slots (part 0: the launch's start, which every warp passes in
+// nes_parts_init), and part h's barrier is `nes_part_bars[h & 1]` in its phase h / 2. At the
+// end of part h a warp arrives there, then waits until every warp is done with part h - 1: the
+// warps of a block stay within two neighbouring parts of the frame (sharing the instruction
+// cache, as the barrier is there for, #40), and the fast warps of a part start the next one
+// while its slowest finish. The phase a warp waits for cannot have been overtaken: that
+// barrier's next phase is part h + 1, which completes only after this warp arrives for it.
+// Every frame runs NESLE_PHASES parts, a multiple of 4, so a part's number within its frame
+// tells its barrier and its phase's parity.
+static_assert(NESLE_PHASES % 4 == 0, "NESLE_SLACK 1 needs NESLE_PHASES a multiple of 4");
+__shared__ u64 nes_part_bars[2];
+
+NESLE_FN u32 nes_part_bar(u32 h) { return (u32)__cvta_generic_to_shared(&nes_part_bars[h & 1]); }
+
+NESLE_FN void nes_part_arrive(u32 h) {
+    __syncwarp();
+    if ((threadIdx.x & 31) == 0)
+        asm volatile("{ .reg .b64 state; mbarrier.arrive.shared.b64 state, [%0]; }" ::"r"(nes_part_bar(h)) : "memory");
+}
+
+// Before the launch's first part, by every thread of the block: one arrival a warp for each
+// part, and part 0 done.
+NESLE_FN void nes_parts_init() {
+    if (threadIdx.x == 0)
+        for (u32 b = 0; b < 2; b++) asm volatile("mbarrier.init.shared.b64 [%0], %1;" ::"r"(nes_part_bar(b)), "r"(blockDim.x / 32) : "memory");
+    __syncthreads();
+    nes_part_arrive(0);
+}
+
+// The barrier at the end of part `part` (1-based) of a frame.
+NESLE_FN void nes_part_barrier(u32 part) {
+    nes_part_arrive(part);
+    u32 at = nes_part_bar(part - 1), parity = ((part - 1) >> 1) & 1, done;
+    for (;;) {
+#if __CUDA_ARCH__ >= 900
+        // May suspend the thread until the phase completes (or a time limit): no busy polling.
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(at), "r"(parity) : "memory");
+#else
+        asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(at), "r"(parity) : "memory");
+#endif
+        if (done) break;
+#if __CUDA_ARCH__ < 900
+        __nanosleep(64);
+#endif
+    }
+}
+#else
+NESLE_FN void nes_parts_init() {}
+// A barrier after each part in the vote's builds; none in the host's (one thread at a time).
+NESLE_FN void nes_part_barrier(u32) {
+#if NESLE_WARP_VOTE && NESLE_PHASES > 1
+    __syncthreads();
+#endif
+}
+#endif
+
 // At the end of a part: the owed PPU dots up to the start of the line the PPU would reach (a
 // catch-up an observer could have asked for, so nothing changes but when the dots run). Left
 // lazy, most of a frame's dots would run at the vblank deadline, which the envs of a warp reach
@@ -249,26 +310,33 @@ NESLE_DEV u32 nes_run_frame(Nes& n, bool active) {
     // unused local copy's, and votes the key of no thread.
     CpuRegs r = cpu_regs_load(n);
     u64 quiet_until = active ? nes_quiet_until(n) : 0;
-    for (u32 part = 1; part <= NESLE_PHASES; part++) {
-        u64 end = nes_part_end(start, part);
-        for (;;) {
-            bool wait = done || r.bus_cycles >= end;
-            u32 key = wait ? 0xffffffffu : NESLE_PC_VOTE == 2 ? (u32)r.cpu_s << 16 | r.cpu_pc : r.cpu_pc;
-            u32 low = __reduce_min_sync(mask, key);
-            if (low == 0xffffffffu) break;
-            if (key != low) continue;
-            ran += 1;
-            done = nes_frame_turn(n, r, quiet_until, steps, end);
+    // One loop for the frame's rounds and its parts' ends, so the frame has one vote: the
+    // compiler puts a `WARPSYNC` before it (some paths to it are divergent), and that gathers a
+    // warp wherever it comes from. With a loop per part, a part's first vote came straight from
+    // the previous part's barrier, with no `WARPSYNC`, and ran on whatever part of a split warp
+    // reached it (kernel-notes "The pair hangs", "Fix H hangs too").
+    u32 part = 1;
+    u64 end = nes_part_end(start, part);
+    for (;;) {
+        bool wait = done || r.bus_cycles >= end;
+        u32 key = wait ? 0xffffffffu : NESLE_PC_VOTE == 2 ? (u32)r.cpu_s << 16 | r.cpu_pc : r.cpu_pc;
+        u32 low = __reduce_min_sync(mask, key);
+        if (low == 0xffffffffu) {  // the part's end, for the whole warp
+            cpu_regs_store(n, r);
+            // The warp leaves the part together: its running envs' PPUs catch up in one pass.
+            if (!done && part < NESLE_PHASES) {
+                nes_part_catch_up(n);
+                quiet_until = nes_quiet_until(n);
+            }
+            nes_part_barrier(part);
+            if (part == NESLE_PHASES) break;
+            part += 1;
+            end = nes_part_end(start, part);
+            continue;
         }
-        cpu_regs_store(n, r);
-        // The warp leaves the loop together: its running envs' PPUs catch up in one pass.
-        if (!done && part < NESLE_PHASES) {
-            nes_part_catch_up(n);
-            quiet_until = nes_quiet_until(n);
-        }
-#if NESLE_PHASES > 1
-        __syncthreads();
-#endif
+        if (key != low) continue;
+        ran += 1;
+        done = nes_frame_turn(n, r, quiet_until, steps, end);
     }
 #else
     if (active) ran = nes_frame_loop_alone(n, steps);

@@ -44,6 +44,7 @@ extern "C" __global__ void NESLE_STEP_BOUNDS nesle_step(u8* states, u32 stride, 
 #endif
     // Grid-stride: the launch may have fewer threads than envs (launch.rs caps the blocks per SM).
     // Every thread of a block takes the same turns (the frames have block barriers inside).
+    nes_parts_init();
     for (u32 base = blockIdx.x * blockDim.x; base < n_envs; base += gridDim.x * blockDim.x)
         nes_step_slot(states, stride, packing, prg, code, chr, actions, order, base + threadIdx.x, n_envs, frames, pixels,
                       ran, lines);

@@ -176,6 +176,64 @@ NESLE_FN bool ppu_eval_cannot_fill(Nes& n) {
     return found < need;
 }
 
+// Dots from now to the first dot on which sprite 0 may hit (both layers shown, the flag clear),
+// for `ppu_dots_to_status_change`; `next` is its distance to the next line's dot 0, and ~0 means
+// no hit before vertical blank. Sprite 0 may hit on this line from pixel `spr_x[0]` (dot
+// `spr_x[0] + 1`) when unit 0 holds it, its row has an opaque pixel and its last pixel is still
+// to come; in closed form (`ppu_hit_pixel`) when the tiles under it are still to be fetched. On
+// the lines after this one, in closed form from OAM while this line's evaluation has not begun
+// from an OAMADDR other than 0 (each horizontal blank clears it, so the later lines' evaluations
+// start at sprite 0); else from the next line's dot 1.
+NESLE_DEV u32 ppu_dots_to_hit(Nes& n, u32 next) {
+    const FlatState& s = n.st;
+    u32 line = s.ppu_scanline, d = s.ppu_dot;
+    if (line >= 240) return next + 1;  // the pre-render line
+    u32 sx = s.ppu_spr_x[0];
+    if (d < 257 && d < sx + 8 && s.ppu_spr_zero && (s.ppu_spr_lo[0] | s.ppu_spr_hi[0]) != 0 && sx < 255) {
+        u32 j_v = 2 + (d >> 3);
+        if (((sx + s.ppu_x) >> 3) < j_v) return (sx + 1 > d + 1 ? sx + 1 : d + 1) - d;
+        u32 x = ppu_hit_pixel(n, s.ppu_v, j_v, s.ppu_spr_lo[0] | s.ppu_spr_hi[0], sx);
+        if (x < 256) return x + 1 - d;
+    }
+    if (d > 64 || s.ppu_oam_addr != 0) return next + 1;
+    // Lines from..=to show sprite 0 (evaluated in range on the line before each).
+    u32 y = s.ppu_oam[0], h = (s.ppu_ctrl & CTRL_SPRITE_16) ? 16 : 8;
+    u32 from = y + 1 > line + 1 ? y + 1 : line + 1, to = y + h < 239 ? y + h : 239;
+    if (from > to) return ~0u;
+    // Far ahead: no hit before line `from` (asked again nearer).
+    if (from - line > 32) return (from - line) * PPU_DOTS_PER_LINE - d + 1;
+    // `v`'s vertical part on line `from`: a Y step at dot 256 of each line before it, this one's
+    // included; its horizontal part from `t` (dot 257 of the line before).
+    u16 v = s.ppu_v, h_t = s.ppu_t & 0x041f;
+    for (u32 l = line; l < from; l++) v = ppu_v_increment_y(v);
+    for (u32 l = from; l <= to; l++) {
+        u32 x = ppu_hit_pixel(n, (u16)((v & ~0x041f) | h_t), 0, ppu_sprite0_row_opaque(n, l), s.ppu_oam[3]);
+        if (x < 256) return (l - line) * PPU_DOTS_PER_LINE - d + x + 1;
+        v = ppu_v_increment_y(v);
+    }
+    return ~0u;
+}
+
+// Whether no line after this visible one up to line `last` can raise the overflow flag: fewer than
+// 8 sprites in range of any of them, and their evaluations starting at OAMADDR 0 (this line's
+// horizontal blank clears it, unless it is over). Counts the sprites in range of any line of
+// the span, a bound on each line's count.
+NESLE_DEV bool ppu_no_overflow_through(Nes& n, u32 last) {
+    const FlatState& s = n.st;
+    u32 line = s.ppu_scanline;
+    if (line >= 240 || (s.ppu_dot >= 320 && s.ppu_oam_addr != 0)) return false;
+    if (last > 239) last = 239;
+    if (last <= line) return true;
+    // Sprite k is in range of a line of line+1..=last when its Y lies in line+2-h..=last.
+    i32 low = (i32)line + 2 - ((s.ppu_ctrl & CTRL_SPRITE_16) ? 16 : 8);
+    u32 count = 0;
+    for (u64 m = ppu_oam_visible(n); m != 0; m &= m - 1) {
+        i32 y = s.ppu_oam[nes_ctz64(m) * 4];
+        count += y >= low && y <= (i32)last;
+    }
+    return count < 8;
+}
+
 // Ppu::dots_to_status_change: dots from now until the first dot on which `$2002`'s bits 5-7
 // may change by themselves; never late, possibly early. Before it, a `$2002` read returns the
 // same value whether the PPU has caught up or not, and its side effects (VBL clear, `w`, the I/O
@@ -205,17 +263,15 @@ NESLE_DEV u32 ppu_dots_to_status_change(Nes& n) {
     u32 next = PPU_DOTS_PER_LINE - d - (s.ppu_scanline == PPU_PRERENDER_LINE ? 1 : 0);
     const u8 both = MASK_BG | MASK_SPRITE;
     if ((s.ppu_status & STATUS_SPRITE0) == 0 && (s.ppu_mask & both) == both) {
-        u32 first = (u32)s.ppu_spr_x[0] + 1;
-        u32 hit = (s.ppu_scanline < 240 && d < 257 && d < first + 7 && s.ppu_spr_zero &&
-                   (s.ppu_spr_lo[0] | s.ppu_spr_hi[0]) != 0 && first <= 255)
-                      ? (first > d + 1 ? first : d + 1) - d
-                      : next + 1;
+        u32 hit = ppu_dots_to_hit(n, next);
         if (hit < dist) dist = hit;
     }
     if ((s.ppu_status & STATUS_OVERFLOW) == 0) {
         bool this_line_done = s.ppu_scanline >= 240 || d >= 256 || (d >= 65 && (s.ppu_eval_done || ppu_eval_cannot_fill(n))) ||
                               (d < 65 && (s.ppu_oam_addr & 3) == 0 && ppu_in_range_fewer_than_8(n));
         u32 overflow = this_line_done ? next + 65 : (65 > d + 1 ? 65 : d + 1) - d;
+        if (overflow < dist && this_line_done && ppu_no_overflow_through(n, s.ppu_scanline + (d + dist) / PPU_DOTS_PER_LINE))
+            overflow = dist;
         if (overflow < dist) dist = overflow;
     }
     return dist;

@@ -25,12 +25,15 @@ NESLE_FN u8 ppu_read_chr(Nes& n, u16 addr, u64 dot) {
     return s.cart_chr_is_ram ? s.cart_chr_ram[off] : n.chr[off];
 }
 
-// Whether any pixel of this line can still matter: output is on, or sprite 0 may hit
-// (render.rs line_draws).
+NESLE_DEV bool ppu_line_misses(const Nes& n);  // below, with sprite 0's hit in closed form
+
+// Whether any pixel of this line, from the tile boundary `dot` on, can still matter: output is
+// on, or sprite 0 may hit and does not miss on all of it (`ppu_line_misses`; render.rs
+// line_draws).
 NESLE_FN bool ppu_line_draws(const Nes& n) {
     const FlatState& s = n.st;
     return ppu_drawing(n) || (s.ppu_spr_zero && (s.ppu_status & STATUS_SPRITE0) == 0 &&
-                              (s.ppu_mask & (MASK_BG | MASK_SPRITE)) == (MASK_BG | MASK_SPRITE));
+                              (s.ppu_mask & (MASK_BG | MASK_SPRITE)) == (MASK_BG | MASK_SPRITE) && !ppu_line_misses(n));
 }
 
 // 8 bytes at `p`: one store on the GPU, where tiles start at multiples of 8 in an aligned
@@ -260,6 +263,73 @@ NESLE_FN bool ppu_line_has_sprites(Nes& n, u32 line) {
     bool tall = (n.st.ppu_ctrl & CTRL_SPRITE_16) != 0;
     if (!n.sprite_lines_valid || n.sprite_lines_tall != tall) ppu_build_sprite_lines(n, tall);
     return (n.sprite_lines[line >> 5] >> (line & 31)) & 1;
+}
+
+// --- Sprite 0 hit in closed form (kernel-notes #185) ---
+//
+// Between two catch-ups nothing writes to the PPU or the mapper (each such write catches the PPU
+// up first), so the rest of the frame's background and sprite units follow from the state: tile
+// j of a line (j = (x + fine X) / 8 for pixel x; tiles 0 and 1 are the previous line's prefetch)
+// is fetched at `v` with coarse X moved on j times from the line's first tile, and line L shows
+// sprite 0 in unit 0 when line L - 1's evaluation finds it in range. Whether and where sprite 0
+// hits on a line then follows from the nametable and the pattern rows under its 8 pixels, without
+// running the line's tiles: the `$2002` bound sleeps over the lines where it misses, and the
+// catch-up runs them as lines that draw nothing.
+
+// `v` with coarse X moved on `k` tiles (k <= 32: one wrap at most, into the other nametable).
+NESLE_FN u16 ppu_v_advance_x(u16 v, u32 k) {
+    u32 x = (v & 0x1f) + k;
+    if (x >= 32) v ^= 0x0400;
+    return (u16)((v & ~0x1f) | (x & 0x1f));
+}
+
+// The opaque pixels (either plane) of the background tile row fetched at `v`.
+NESLE_FN u32 ppu_bg_row_opaque(const Nes& n, u16 v) {
+    const FlatState& s = n.st;
+    u8 tile = s.cart_ciram[cart_nametable_offset(s, (u16)(0x2000 | (v & 0x0fff)))];
+    u16 pat = (u16)(((s.ppu_ctrl & CTRL_BG_TABLE) ? 0x1000 : 0) | ((u16)tile << 4) | ((v >> 12) & 7));
+    const u8* bank = (s.cart_chr_is_ram ? s.cart_chr_ram : n.chr) + cart_chr_offset(s, pat);
+    return (u32)(bank[0] | bank[8]);
+}
+
+// The opaque pixels of sprite 0's row on visible line `line` (from OAM: line - 1's evaluation
+// copies it to unit 0), the leftmost in bit 7, as the horizontal blank loads it.
+NESLE_FN u32 ppu_sprite0_row_opaque(const Nes& n, u32 line) {
+    const FlatState& s = n.st;
+    u8 y = s.ppu_oam[0], tile = s.ppu_oam[1], attr = s.ppu_oam[2];
+    u16 addr = ppu_sprite_row_addr(s.ppu_ctrl, (u16)(line - 1 - y), tile, attr, true);
+    const u8* bank = (s.cart_chr_is_ram ? s.cart_chr_ram : n.chr) + cart_chr_offset(s, addr);
+    u8 row = (u8)(bank[0] | bank[8]);
+    return (attr & 0x40) ? reverse_bits8(row) : row;
+}
+
+// The first pixel x (sx ..= sx + 7) where `row` (sprite 0's opaque pixels, the leftmost in bit
+// 7) at X `sx` meets an opaque background pixel, on a line whose tile j is fetched at `v` moved on
+// j - j_v tiles (j_v at most the first tile under the sprite); 256 when none. Both layers shown
+// (the caller's test), and as `ppu_draw_pixel` has it: never pixel 255, and in the left column
+// only where both layers show there.
+NESLE_FN u32 ppu_hit_pixel(const Nes& n, u16 v, u32 j_v, u32 row, u32 sx) {
+    const FlatState& s = n.st;
+    u32 can = row;  // bit 7 - i: pixel sx + i
+    if (sx >= 248) can &= sx == 255 ? 0 : (0xff00u >> (255 - sx)) & 0xff;
+    if (sx < 8 && (s.ppu_mask & (MASK_BG_LEFT | MASK_SPRITE_LEFT)) != (MASK_BG_LEFT | MASK_SPRITE_LEFT)) can &= (1u << sx) - 1;
+    if (can == 0) return 256;
+    u32 at = sx + s.ppu_x, j = at >> 3;
+    u16 vj = ppu_v_advance_x(v, j - j_v);
+    u32 bg = ppu_bg_row_opaque(n, vj) << 8;
+    if (at & 7) bg |= ppu_bg_row_opaque(n, ppu_v_increment_x(vj));
+    u32 hits = can & (bg << (at & 7)) >> 8;
+    return hits == 0 ? 256 : sx + nes_ctz64(reverse_bits8((u8)hits));
+}
+
+// Whether sprite 0, in unit 0 on this visible line and able to hit, misses on all of it: from a
+// tile boundary `dot`, with the tiles under it still to be fetched (tile 2 + dot / 8 is the
+// next; one fetched already may show what a write since has changed). Such a line can run as one
+// that draws nothing (`ppu_line_draws`).
+NESLE_DEV bool ppu_line_misses(const Nes& n) {
+    const FlatState& s = n.st;
+    u32 sx = s.ppu_spr_x[0], j_v = 2 + (s.ppu_dot >> 3);
+    return ((sx + s.ppu_x) >> 3) >= j_v && ppu_hit_pixel(n, s.ppu_v, j_v, s.ppu_spr_lo[0] | s.ppu_spr_hi[0], sx) == 256;
 }
 
 // Sprite evaluation of dots 65-256 of a visible line at once (render.rs sprite_eval_line): the

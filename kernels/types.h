@@ -72,3 +72,10 @@ static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "fixed-w
 #ifndef NESLE_PHASES
 #define NESLE_PHASES 12
 #endif
+// How many parts a warp may run ahead of its block's slowest warp (kernel-notes #187): 0, a
+// block barrier after each part; 1 (sm_80 and later), a warp that has finished part h waits
+// only until every warp has finished part h - 1, so a warp done early starts the next part
+// instead of idling. With 1, NESLE_PHASES must be a multiple of 4 (console.cuh).
+#ifndef NESLE_SLACK
+#define NESLE_SLACK 1
+#endif
