@@ -648,13 +648,14 @@ def _sample_bytes(agent: Agent) -> int:
 
 def gpu_memory_need(args: Args, agent: Agent) -> int:
     """Bytes of GPU memory a run's rollout and updates need (``args`` resolved): the rollout's
-    columns, and a minibatch's activations twice over (for the advantages, the returns and the
-    allocator's slack)."""
+    columns and one minibatch's samples. Against torch's peaks over real runs (RAM and gray84,
+    4,096-65,536 envs, 32-128 steps) it is 1.1-1.6x the memory reserved and 1.6-1.7x the memory
+    allocated (docs/benchmarks/gpu-2026-12-05-o-lands.json)."""
     n, t_max = args.num_envs or 1, args.num_steps or 1
     width = int(np.prod(agent.obs_shape))
     rollout = t_max * n * (width + 5 * 4 + 8)  # uint8 observations; 5 float32 and 1 int64 columns
     minibatch = -(-t_max * n // args.num_minibatches)
-    return rollout + 2 * minibatch * _sample_bytes(agent)
+    return rollout + minibatch * _sample_bytes(agent)
 
 
 def _check_gpu_memory(args: Args, agent: Agent, device: torch.device) -> None:

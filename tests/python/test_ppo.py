@@ -386,6 +386,23 @@ def test_the_gpu_memory_estimate_is_the_agents_own_and_fits_the_e2e_protocol_on_
     assert need - rollout == pytest.approx(2 * (halved - rollout), rel=1e-6)
 
 
+def test_the_gpu_memory_estimate_covers_the_measured_peaks_and_lets_runs_that_fit_run():
+    """The runs measured on an 80 GB card (docs/benchmarks/gpu-2026-12-05-o-lands.json, torch's
+    peaks over two updates): the estimate covers each run's reserved peak, and a run whose peak
+    fits is not refused (the check asks for 90% of what is free)."""
+    from pathlib import Path
+
+    record = Path(__file__).resolve().parents[2] / "docs" / "benchmarks" / "gpu-2026-12-05-o-lands.json"
+    rows = json.loads(record.read_text())["memory"]["rows"]
+    assert {r["obs"] for r in rows} == {"ram", "gray84"}
+    agents = {"ram": ppo.Agent((1, 2048), 7, "mlp"), "gray84": ppo.Agent((4, 84, 84), 7, "cnn")}
+    for r in rows:
+        args = ppo.Args(game="smb", obs=r["obs"], num_envs=r["envs"], num_steps=r["num_steps"])
+        need = ppo.gpu_memory_need(args, agents[r["obs"]]) / 2**30
+        assert need >= r["peak_reserved_gib"], r
+        assert need < 0.9 * r["free_before_gib"], r
+
+
 @pytest.mark.gpu
 def test_ppo_asks_for_fewer_envs_when_its_rollout_cannot_fit_the_gpu(smb_rom):
     free, _ = torch.cuda.mem_get_info()
