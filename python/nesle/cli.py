@@ -422,7 +422,7 @@ def parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train a PPO agent (needs torch)")
     train.add_argument("game", nargs="?", default="smb", help="game name or ROM path (default smb)")
     train.add_argument("--steps", type=_positive,
-                       help="env steps to train for (default 10,000,000 on CUDA, 1,500,000 on "
+                       help="env steps to train for (default 80,000,000 on CUDA, 1,500,000 on "
                             "the CPU backend)")
     train.add_argument("--envs", type=_positive,
                        help="consoles at once (default on CUDA 16,384, 4,096 with gray84; on "

@@ -291,7 +291,7 @@ def test_bad_settings_and_files_are_clear_errors(tmp_path, capsys, smb_rom):
 def test_the_step_budget_left_unset_is_the_backends_own():
     # The main job (`make run`) trains with nesle train's defaults: minutes on either backend.
     assert ppo.Args().resolved("cpu").total_steps == 1_500_000
-    assert ppo.Args().resolved("cuda").total_steps == 10_000_000
+    assert ppo.Args().resolved("cuda").total_steps == 80_000_000
     assert ppo.Args(total_steps=96).resolved("cuda").total_steps == 96
     ppo.check(ppo.Args())  # None is a setting, not an error
 
