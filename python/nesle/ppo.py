@@ -592,10 +592,9 @@ def record(
 
 
 def train(args: Args, on_update: Callable[[dict[str, float]], None] | None = None) -> Result:
-    """Train an agent with PPO; ``on_update`` gets each update's log row as it is made."""
+    """Train an agent with PPO; ``on_update`` gets each update's log row as it is made. The
+    run seeds torch's generators with ``args.seed`` and leaves the caller's as they were."""
     check(args)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
     backend = args.backend
     if backend == "auto":
         backend = "cuda" if nesle.vector.cuda_available(args.device)[0] else "cpu"
@@ -603,11 +602,22 @@ def train(args: Args, on_update: Callable[[dict[str, float]], None] | None = Non
     assert args.num_envs is not None and args.frame_stack is not None
     assert args.total_steps is not None
 
-    envs = make_env(args)
-    try:
-        return _train(args, envs, on_update)
-    finally:
-        envs.close()
+    # The generators the run draws from: the CPU's (the weights' initialization, the CPU
+    # backend's sampling) and, on CUDA, its device's.
+    gpus = [args.device] if backend == "cuda" else []
+    deterministic = torch.backends.cudnn.deterministic
+    with torch.random.fork_rng(devices=gpus):
+        torch.default_generator.manual_seed(args.seed)
+        for gpu in gpus:
+            with torch.cuda.device(gpu):
+                torch.cuda.manual_seed(args.seed)
+        torch.backends.cudnn.deterministic = args.torch_deterministic
+        envs = make_env(args)
+        try:
+            return _train(args, envs, on_update)
+        finally:
+            envs.close()
+            torch.backends.cudnn.deterministic = deterministic
 
 
 def _resume(agent: Agent, optimizer: torch.optim.Optimizer, path: str) -> None:

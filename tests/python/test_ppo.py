@@ -188,6 +188,15 @@ def test_the_same_seed_gives_the_same_run_and_another_seed_another(smb_rom):
     for (name, wa), wb in zip(a.agent.state_dict().items(), b.agent.state_dict().values()):
         assert torch.equal(wa, wb), name
     assert learned(a) != learned(c)
+    # The run seeds its own draws and hands the caller's generator and settings back untouched.
+    torch.manual_seed(11)
+    expected = torch.rand(4)
+    torch.manual_seed(11)
+    deterministic = torch.backends.cudnn.deterministic
+    d = ppo.train(tiny(seed=3, torch_deterministic=not deterministic))
+    assert torch.equal(torch.rand(4), expected)
+    assert torch.backends.cudnn.deterministic == deterministic
+    assert learned(d) == learned(a)
 
 
 # Records OMP_WAIT_POLICY at the moment torch is first imported, then imports the module.
