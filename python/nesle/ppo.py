@@ -89,8 +89,8 @@ class Args:
     """Truncate episodes after this many steps (bootstrapped, not counted as an end)."""
     total_steps: int | None = None
     """Env steps to train for (summed over envs); rounded up to whole rollouts. None: 80M on
-    CUDA, 7 minutes on an H100, after which Mario's lives end in World 1-2 far more often than
-    in 1-1; 1.5M on the CPU, where 32 envs took 12 minutes on 2 cores and brought Mario from
+    CUDA (with RAM observations 7 minutes on an H100, after which Mario's lives end in World 1-2
+    far more often than in 1-1); 1.5M on the CPU, where 32 envs took 12 minutes on 2 cores and brought Mario from
     x 797 to about 1,930 (README, Training)."""
     num_steps: int | None = None
     """Steps per env in one rollout (the rollout holds ``num_envs * num_steps`` samples); None:
@@ -602,22 +602,23 @@ def train(args: Args, on_update: Callable[[dict[str, float]], None] | None = Non
     assert args.num_envs is not None and args.frame_stack is not None
     assert args.total_steps is not None
 
+    # The env first: a backend that cannot run is its clear error, before torch touches CUDA.
+    envs = make_env(args)
     # The generators the run draws from: the CPU's (the weights' initialization, the CPU
     # backend's sampling) and, on CUDA, its device's.
     gpus = [args.device] if backend == "cuda" else []
     deterministic = torch.backends.cudnn.deterministic
-    with torch.random.fork_rng(devices=gpus):
-        torch.default_generator.manual_seed(args.seed)
-        for gpu in gpus:
-            with torch.cuda.device(gpu):
-                torch.cuda.manual_seed(args.seed)
-        torch.backends.cudnn.deterministic = args.torch_deterministic
-        envs = make_env(args)
-        try:
+    try:
+        with torch.random.fork_rng(devices=gpus):
+            torch.default_generator.manual_seed(args.seed)
+            for gpu in gpus:
+                with torch.cuda.device(gpu):
+                    torch.cuda.manual_seed(args.seed)
+            torch.backends.cudnn.deterministic = args.torch_deterministic
             return _train(args, envs, on_update)
-        finally:
-            envs.close()
-            torch.backends.cudnn.deterministic = deterministic
+    finally:
+        envs.close()
+        torch.backends.cudnn.deterministic = deterministic
 
 
 def _resume(agent: Agent, optimizer: torch.optim.Optimizer, path: str) -> None:

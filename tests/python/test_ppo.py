@@ -295,6 +295,10 @@ def test_bad_settings_and_files_are_clear_errors(tmp_path, capsys, smb_rom):
     assert cli.main(["train", "smb", "--backend", "cpu", "--actions", "no_such_set"]) == 2
     assert cli.main(["train", "smb", "--backend", "cpu", "--reward", "{death: -1}"]) == 2
     assert cli.main(["train", "smb", "--backend", "cpu", "--reward", '{"no_such_part": 1}']) == 2
+    # CUDA asked for where it cannot run: the backend's own error line, not torch's traceback.
+    if not nesle.vector.cuda_available()[0]:
+        assert cli.main(["train", "smb", "--backend", "cuda", "--steps", "32"]) == 2
+        assert "backend='cuda' is unavailable" in capsys.readouterr().err
 
 
 def test_the_step_budget_left_unset_is_the_backends_own():
