@@ -90,8 +90,8 @@ class Args:
     total_steps: int | None = None
     """Env steps to train for (summed over envs); rounded up to whole rollouts. None: 80M on
     CUDA (with RAM observations 7 minutes on an H100, after which Mario's lives end in World 1-2
-    far more often than in 1-1); 1.5M on the CPU, where 32 envs took 12 minutes on 2 cores and brought Mario from
-    x 797 to about 1,930 (README, Training)."""
+    far more often than in 1-1); 1.5M on the CPU, where 32 envs took 12 minutes on 2 cores and
+    brought Mario from x 797 to about 1,930 (README, Training)."""
     num_steps: int | None = None
     """Steps per env in one rollout (the rollout holds ``num_envs * num_steps`` samples); None:
     16 on CUDA (16,384 envs make 262,144 samples an update, so 80M steps are 306
