@@ -33,6 +33,15 @@ def test_num_envs_must_be_positive(blank_rom):
         nesle.CpuBatch(blank_rom, 0)
 
 
+@pytest.mark.parametrize("num_envs", [10**12, 2**62], ids=["petabytes", "past-the-address-space"])
+def test_more_envs_than_host_memory_is_a_memory_error_and_the_process_goes_on(blank_rom, num_envs):
+    # Rust's allocator would abort the process; the batch asks first and reports the size.
+    with pytest.raises(MemoryError, match="GiB of host memory for their consoles"):
+        nesle.CpuBatch(blank_rom, num_envs)
+    b = nesle.CpuBatch(blank_rom, 2)
+    b.step(np.zeros(2, np.uint8), 1)
+
+
 @pytest.mark.parametrize(
     "actions",
     [np.zeros(4, np.int64), np.zeros(4, np.float32), [0, 0, 0, 0], None],

@@ -29,12 +29,12 @@ use numpy::{
     IntoPyArray, PyArray, PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArray,
     PyUntypedArrayMethods,
 };
-use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMemoryView};
 use rayon::prelude::*;
 
-use crate::dlpack::{DLPackView, HostBuffer};
+use crate::dlpack::{try_zeroed_vec, DLPackView, HostBuffer};
 use crate::error::{panic_error, rom_error, state_error};
 use crate::{HEIGHT, RAM_SIZE, WIDTH};
 
@@ -52,6 +52,21 @@ pub(crate) fn py_shape(shape: &[usize]) -> String {
                 .join(", ")
         ),
     }
+}
+
+/// `n` zeroed rows of `row` bytes, or `None` when the host cannot give that much.
+fn host_rows(n: usize, row: usize) -> Option<HostBuffer> {
+    n.checked_mul(row).and_then(HostBuffer::try_zeroed)
+}
+
+/// A batch too large for the host's memory: the caller's error to handle, where Rust's
+/// allocator would abort the process.
+fn host_memory_error(n: usize, bytes: f64, what: &str) -> PyErr {
+    PyMemoryError::new_err(format!(
+        "{n} environments need {:.1} GiB of host memory for {what}, more than could be \
+         allocated: lower num_envs",
+        bytes / (1u64 << 30) as f64
+    ))
 }
 
 /// A bound on `frames` per call, so a typo (1e9) fails loudly instead of hanging for hours.
@@ -202,7 +217,14 @@ pub(crate) fn fill_out<'py>(
     fill: impl FnOnce(&mut [u8]) -> PyResult<()>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let Some(out) = out else {
-        let mut buf = vec![0u8; shape.iter().product()];
+        let len = shape.iter().product::<usize>();
+        let mut buf = try_zeroed_vec(len).ok_or_else(|| {
+            PyMemoryError::new_err(format!(
+                "an array of shape {} ({:.1} GiB) could not be allocated",
+                py_shape(shape),
+                len as f64 / (1u64 << 30) as f64
+            ))
+        })?;
         fill(&mut buf)?;
         return Ok(to_numpy(py, buf, IxDyn(shape))?.into_any());
     };
@@ -401,8 +423,13 @@ impl CpuBatch {
         }
         let n = num_envs as usize;
         let power_on = Console::new(rom).map_err(rom_error)?;
-        let consoles = vec![power_on.clone(); n];
-        let mut ram = HostBuffer::zeroed(n * RAM_SIZE);
+        let each = std::mem::size_of::<Console>() + RAM_SIZE;
+        let too_large = || host_memory_error(n, n as f64 * each as f64, "their consoles");
+        // Both allocations before either is written, so a refusal touches no page.
+        let mut ram = host_rows(n, RAM_SIZE).ok_or_else(too_large)?;
+        let mut consoles = Vec::new();
+        consoles.try_reserve_exact(n).map_err(|_| too_large())?;
+        consoles.resize(n, power_on.clone());
         for row in ram.as_mut_slice().chunks_mut(RAM_SIZE) {
             row.copy_from_slice(power_on.ram());
         }
@@ -588,7 +615,9 @@ impl CpuBatch {
         if let Some(v) = &self.pixels_view {
             return Ok(v.bind(py).clone());
         }
-        let mut buf = HostBuffer::zeroed(self.consoles.len() * SCREEN);
+        let n = self.consoles.len();
+        let mut buf = host_rows(n, SCREEN)
+            .ok_or_else(|| host_memory_error(n, (n * SCREEN) as f64, "their pictures"))?;
         self.frames(py, buf.as_mut_slice(), SCREEN, |c, dst| {
             dst.copy_from_slice(c.pixels())
         })?;
