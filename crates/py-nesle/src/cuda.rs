@@ -27,7 +27,7 @@ use nes_core::{palette, Console};
 use nes_cuda::picture::GRAY_SIZE;
 use nes_cuda::{Batch, BatchConfig, Error, Fence, RomImage, PIXELS_PER_ENV, REGROUP_EVERY};
 use numpy::{IntoPyArray, PyArray1};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rayon::prelude::*;
@@ -609,8 +609,18 @@ impl CudaBatch {
             self.hold(borrowed.map(|b| b.capsule).into_iter().chain([dst.capsule]).chain(gray.map(|g| g.capsule)));
             return Ok(out);
         }
-        let out = self.run(py, |inner| {
-            let mut out = Vec::with_capacity(frames as usize * n * RAM_SIZE);
+        // Up to 2 MiB an env (1,024 frames of RAM): asked for before any frame runs, so a trace
+        // too large for the host is a MemoryError, not an abort of the process.
+        let len = (frames as usize).checked_mul(n * RAM_SIZE);
+        let mut out = Vec::new();
+        len.and_then(|len| out.try_reserve_exact(len).ok()).ok_or_else(|| {
+            PyMemoryError::new_err(format!(
+                "a trace of {frames} frames of {n} environments' RAM needs {:.1} GiB of host \
+                 memory, more than could be allocated: pass out= (a CUDA tensor) or fewer frames",
+                frames as f64 * (n * RAM_SIZE) as f64 / (1u64 << 30) as f64
+            ))
+        })?;
+        let out = self.run(py, move |inner| {
             for _ in 0..frames {
                 inner.step(&actions, 1)?;
                 out.extend_from_slice(&inner.batch.lock().ram_to_host()?); // synchronizes
