@@ -470,6 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         roms.FetchError,
         nesle.RomError,
         nesle.BackendUnavailableError,
+        MemoryError,  # a batch too large for the host's or the GPU's memory
     ) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

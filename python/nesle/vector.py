@@ -266,6 +266,12 @@ class NesleVectorEnv(VectorEnv):
         self._on_reset = game.on_reset if game else None
         self.start_bank = starts.resolve(game.name if game else None, rom, start_states)
 
+        # The consoles first: they are most of the env's memory, so a batch too large for the
+        # host or the GPU is the batch's MemoryError before any array is made for it.
+        self._draw = obs in ("rgb", "gray84") or render_mode is not None
+        self._batch = make_batch(
+            rom, num_envs, backend, device, render=self._draw, regroup_every=regroup_every
+        )
         self._pictures = _Pictures() if obs in ("rgb", "gray84") or render_mode else None
         self._frame_shape: tuple[int, ...] = {
             "ram": (_native.RAM_SIZE,),
@@ -281,7 +287,6 @@ class NesleVectorEnv(VectorEnv):
         # Start states as observations, built once (a save state holds no pixels).
         self._start_frames = [self._frame_obs_of(s.frame[None])[0] for s in self.start_bank]
 
-        self._draw = obs in ("rgb", "gray84") or render_mode is not None
         self._rng = np.random.default_rng(seed)
         self._seed = seed
         self._next_start = 0
@@ -298,9 +303,6 @@ class NesleVectorEnv(VectorEnv):
         self._start_of = np.zeros(num_envs, np.int64)  # which start state each console began at
         self._fresh = np.zeros(num_envs, bool)  # restored since the last step: pixels are stale
         self._needs_reset = True
-        self._batch = make_batch(
-            rom, num_envs, backend, device, render=self._draw, regroup_every=regroup_every
-        )
         self.backend = "cpu" if isinstance(self._batch, _native.CpuBatch) else "cuda"
         self._batch.set_render(self._draw)
         # The CPU batch fills these in place (``out=``); CUDA batches return host copies.

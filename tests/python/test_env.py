@@ -434,6 +434,16 @@ def test_bad_options_raise_clear_errors(kwargs, error, message):
         nesle.make_vec("smb", 1, **kwargs)
 
 
+def test_more_envs_than_the_host_holds_is_a_memory_error_before_any_array():
+    # The batch is made first: gymnasium's batched spaces and the env's buffers for 10^12 envs
+    # would otherwise be written (and the process killed) before the batch could refuse.
+    with pytest.raises(MemoryError, match="GiB of host memory"):
+        nesle.make_vec("smb", 10**12, backend="cpu")
+    venv = nesle.make_vec("smb", 2, backend="cpu")
+    venv.reset(seed=0)
+    venv.step(np.zeros(2, np.int64))
+
+
 def test_the_shaped_reward_counts_death_and_flag_once():
     def ram(x=0x40, page=0, state=0x08, flag=False, time=(4, 0, 0)):
         r = np.zeros(2048, np.uint8)

@@ -295,6 +295,9 @@ def test_bad_settings_and_files_are_clear_errors(tmp_path, capsys, smb_rom):
     assert cli.main(["train", "smb", "--backend", "cpu", "--actions", "no_such_set"]) == 2
     assert cli.main(["train", "smb", "--backend", "cpu", "--reward", "{death: -1}"]) == 2
     assert cli.main(["train", "smb", "--backend", "cpu", "--reward", '{"no_such_part": 1}']) == 2
+    # More envs than the host holds: the batch's error line, not a traceback or a killed process.
+    assert cli.main(["train", "smb", "--backend", "cpu", "--envs", str(10**12), "--steps", "64"]) == 2
+    assert "GiB of host memory" in capsys.readouterr().err
     # CUDA asked for where it cannot run: the backend's own error line, not torch's traceback.
     if not nesle.vector.cuda_available()[0]:
         assert cli.main(["train", "smb", "--backend", "cuda", "--steps", "32"]) == 2
