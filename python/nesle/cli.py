@@ -371,7 +371,7 @@ def parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmark protocols A / B on SMB World 1-1")
     bench.add_argument("--protocol", dest="protocols", nargs="+", default=["A", "B"],
                        choices=["A", "B"], help="protocols to run (default: A B)")
-    bench.add_argument("--envs", nargs="+", type=int,
+    bench.add_argument("--envs", nargs="+", type=_positive,
                        help="env counts (default: 1 16 on the CPU; 1 4096 16384 65536 131072 on CUDA)")
     bench.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"],
                        help="auto (the default): CUDA when it can run here, else the CPU")
@@ -383,9 +383,9 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--compare-env", action="store_true",
                        help="run each protocol on the raw batch and through make_vec, alternating "
                             "--rounds times, and report the Python layer's cost")
-    bench.add_argument("--rounds", type=int, default=1, help="rounds of --compare-env (default 1)")
+    bench.add_argument("--rounds", type=_positive, default=1, help="rounds of --compare-env (default 1)")
     bench.add_argument("--warmup", type=int, default=30, help="untimed steps (default 30)")
-    bench.add_argument("--steps", type=int, default=200, help="timed steps (default 200)")
+    bench.add_argument("--steps", type=_positive, default=200, help="timed steps (default 200)")
     bench.add_argument("--json", type=Path, help="write the rows as JSON here")
     bench.set_defaults(func=_bench)
 

@@ -62,6 +62,13 @@ def test_the_cuda_backend_is_a_clear_error_without_a_gpu_build(capsys):
     assert "not available" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv", [["--envs", "0"], ["--envs", "4", "-2"], ["--steps", "0"], ["--rounds", "0"]])
+def test_counts_below_one_are_usage_errors(argv):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["bench", "--backend", "cpu", *argv])
+    assert e.value.code == 2
+
+
 def test_a_cpu_row_carries_no_device_report_and_its_json_names_no_gpu(tmp_path):
     out = tmp_path / "cpu.json"
     assert cli.main(["bench", "--backend", "cpu", "--protocol", "A", "--envs", "1", "--warmup", "0",
