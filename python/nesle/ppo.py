@@ -496,7 +496,7 @@ def make_env(
     ``kwargs`` go to ``make_vec`` as well (e.g. ``render_mode``)."""
     return nesle.make_vec(
         args.game,
-        num_envs=num_envs or args.num_envs or 1,
+        num_envs=(args.num_envs or 1) if num_envs is None else num_envs,
         backend=args.backend,
         device=args.device,
         frameskip=args.frameskip,

@@ -264,6 +264,8 @@ def test_evaluate_plays_one_episode_per_env_and_reports_its_means(smb_rom):
     assert ppo.evaluate(agent, args, num_envs=3, seed=2) != a
     cut = ppo.evaluate(agent, args, num_envs=3, max_steps=2, seed=1)
     assert cut["unfinished"] == 3 and cut["episodes"] == 0
+    with pytest.raises(ValueError, match="num_envs must be at least 1"):  # not the run's count
+        ppo.evaluate(agent, args, num_envs=0)
 
 
 def test_bad_settings_and_files_are_clear_errors(tmp_path, capsys, smb_rom):
