@@ -361,7 +361,12 @@ def test_the_device_steps_torch_path_trains_exactly_as_the_cpu_backend(monkeypat
 def test_ppo_runs_on_the_gpu_with_the_rollout_on_the_device_and_repeats_itself(smb_rom):
     args = ppo.Args(game="smb", backend="cuda", num_envs=256, num_steps=16, total_steps=256 * 16 * 3,
                     max_episode_steps=40, seed=5)  # fmt: skip
+    torch.cuda.manual_seed(11)
+    expected = torch.rand(4, device="cuda")
+    torch.cuda.manual_seed(11)
     a, b = ppo.train(args), ppo.train(args)
+    # The runs seed the GPU's generator inside a fork: the caller's stream goes on untouched.
+    assert torch.equal(torch.rand(4, device="cuda"), expected)
     assert a.args.backend == "cuda"
     assert next(a.agent.parameters()).device.type == "cuda"
     assert a.steps == 256 * 16 * 3 and a.steps_per_second > 0
