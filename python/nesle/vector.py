@@ -272,7 +272,7 @@ class NesleVectorEnv(VectorEnv):
         self._batch = make_batch(
             rom, num_envs, backend, device, render=self._draw, regroup_every=regroup_every
         )
-        self._pictures = _Pictures() if obs in ("rgb", "gray84") or render_mode else None
+        self._pictures = _Pictures() if self._draw else None
         self._frame_shape: tuple[int, ...] = {
             "ram": (_native.RAM_SIZE,),
             "rgb": (_native.HEIGHT, _native.WIDTH, 3),
