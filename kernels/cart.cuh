@@ -318,6 +318,13 @@ NESLE_FN u32 cart_nametable_offset(const FlatState& s, u16 addr) {
     return cart_nametable_page(s.cart_mirroring, (addr >> 10) & 3) * 0x400 + (addr & 0x3ff);
 }
 
+// The pattern bytes from CHR address `addr` on (a tile row's low plane at 0, its high plane at 8),
+// without the mapper's A12 watch: for the batch paths, which watch the fetches themselves.
+NESLE_FN const u8* cart_chr_row(const Nes& n, u16 addr) {
+    const FlatState& s = n.st;
+    return (s.cart_chr_is_ram ? s.cart_chr_ram : n.chr) + cart_chr_offset(s, addr);
+}
+
 NESLE_FN u8 cart_ppu_read(Nes& n, u16 addr, u64 dot) {
     cart_ppu_addr(n, addr, dot);
     const FlatState& s = n.st;

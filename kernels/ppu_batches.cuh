@@ -164,7 +164,7 @@ NESLE_DEV void ppu_render_tile(Nes& n, bool eval) {
     if (watch) mmc3_watch_a12(s, at_addr, clock + 2);
     s.ppu_at_latch = (table[at_addr & 0x3ff] >> (((v >> 4) & 4) | (v & 2))) & 3;
     u16 pat = ppu_bg_pattern_addr(s);
-    const u8* bank = (s.cart_chr_is_ram ? s.cart_chr_ram : n.chr) + cart_chr_offset(s, pat);
+    const u8* bank = cart_chr_row(n, pat);
     if (watch) mmc3_watch_a12(s, pat, clock + 4);
     s.ppu_pat_lo_latch = bank[0];
     if (watch) mmc3_watch_a12(s, pat + 8, clock + 6);
@@ -288,7 +288,7 @@ NESLE_FN u32 ppu_bg_row_opaque(const Nes& n, u16 v) {
     const FlatState& s = n.st;
     u8 tile = s.cart_ciram[cart_nametable_offset(s, (u16)(0x2000 | (v & 0x0fff)))];
     u16 pat = (u16)(((s.ppu_ctrl & CTRL_BG_TABLE) ? 0x1000 : 0) | ((u16)tile << 4) | ((v >> 12) & 7));
-    const u8* bank = (s.cart_chr_is_ram ? s.cart_chr_ram : n.chr) + cart_chr_offset(s, pat);
+    const u8* bank = cart_chr_row(n, pat);
     return (u32)(bank[0] | bank[8]);
 }
 
@@ -298,7 +298,7 @@ NESLE_FN u32 ppu_sprite0_row_opaque(const Nes& n, u32 line) {
     const FlatState& s = n.st;
     u8 y = s.ppu_oam[0], tile = s.ppu_oam[1], attr = s.ppu_oam[2];
     u16 addr = ppu_sprite_row_addr(s.ppu_ctrl, (u16)(line - 1 - y), tile, attr, true);
-    const u8* bank = (s.cart_chr_is_ram ? s.cart_chr_ram : n.chr) + cart_chr_offset(s, addr);
+    const u8* bank = cart_chr_row(n, addr);
     u8 row = (u8)(bank[0] | bank[8]);
     return (attr & 0x40) ? reverse_bits8(row) : row;
 }
