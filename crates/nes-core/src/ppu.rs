@@ -461,7 +461,10 @@ impl Ppu {
         } else if pos < CLEAR {
             CLEAR - pos
         } else {
-            FRAME - 1 - pos + SET
+            // Wrapping, as the kernel's u32 arithmetic: a state past the frame's last dot (only a
+            // hand-made or corrupt one; the PPU never wraps from there) gets a far deadline and
+            // stalls, instead of an overflow panic in a debug build.
+            FRAME.wrapping_sub(1).wrapping_sub(pos).wrapping_add(SET)
         }
     }
 
