@@ -59,13 +59,18 @@ fn host_rows(n: usize, row: usize) -> Option<HostBuffer> {
     n.checked_mul(row).and_then(HostBuffer::try_zeroed)
 }
 
+/// Bytes in GiB, for the memory errors' messages.
+pub(crate) fn gib(bytes: f64) -> f64 {
+    bytes / (1u64 << 30) as f64
+}
+
 /// A batch too large for the host's memory: the caller's error to handle, where Rust's
 /// allocator would abort the process.
 fn host_memory_error(n: usize, bytes: f64, what: &str) -> PyErr {
     PyMemoryError::new_err(format!(
         "{n} environments need {:.1} GiB of host memory for {what}, more than could be \
          allocated: lower num_envs",
-        bytes / (1u64 << 30) as f64
+        gib(bytes)
     ))
 }
 
@@ -222,7 +227,7 @@ pub(crate) fn fill_out<'py>(
             PyMemoryError::new_err(format!(
                 "an array of shape {} ({:.1} GiB) could not be allocated",
                 py_shape(shape),
-                len as f64 / (1u64 << 30) as f64
+                gib(len as f64)
             ))
         })?;
         fill(&mut buf)?;

@@ -32,7 +32,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rayon::prelude::*;
 
-use crate::batch::{bool_mask, button_pads, env_index, to_numpy, MAX_FRAMES_PER_STEP, MAX_TRACE_FRAMES};
+use crate::batch::{bool_mask, button_pads, env_index, gib, to_numpy, MAX_FRAMES_PER_STEP, MAX_TRACE_FRAMES};
 use crate::dlpack::{self, Borrowed, DLDevice, DLPackView, Producer, KDL_CUDA};
 use crate::error::{cuda_error, panic_error};
 use crate::{HEIGHT, RAM_SIZE, WIDTH};
@@ -617,7 +617,7 @@ impl CudaBatch {
             PyMemoryError::new_err(format!(
                 "a trace of {frames} frames of {n} environments' RAM needs {:.1} GiB of host \
                  memory, more than could be allocated: pass out= (a CUDA tensor) or fewer frames",
-                frames as f64 * (n * RAM_SIZE) as f64 / (1u64 << 30) as f64
+                gib(frames as f64 * (n * RAM_SIZE) as f64)
             ))
         })?;
         let out = self.run(py, move |inner| {
