@@ -141,7 +141,7 @@ impl Batch {
     /// `n_envs` consoles of `rom`, all in state `start` (e.g. the first frame of a level).
     pub fn with_state(rom: RomImage, n_envs: usize, config: BatchConfig, start: &FlatState) -> Result<Batch, Error> {
         let packing = Packing::of(start);
-        check_packable(&rom, packing, start)?;
+        let start = &loadable(&rom, packing, start)?;
         let gpu = Gpu::new(config.device)?;
         let stride = packing.stride();
         // State, action, reset mask, reset pick, instruction count, order.
@@ -616,8 +616,8 @@ impl Batch {
         Ok(out)
     }
 
-    fn check_packable(&self, state: &FlatState) -> Result<(), Error> {
-        check_packable(&self.rom, self.packing, state)
+    fn loadable(&self, state: &FlatState) -> Result<FlatState, Error> {
+        loadable(&self.rom, self.packing, state)
     }
 
     fn check_env(&self, i: usize) -> Result<(), Error> {
@@ -636,24 +636,23 @@ impl Batch {
         Ok(self.packing.unpack(&packed))
     }
 
-    /// Puts env `i` in `state` (validated against this ROM first).
+    /// Puts env `i` in `state` as nes-core loads it (validated against this ROM first).
     pub fn load_state(&mut self, i: usize, state: &FlatState) -> Result<(), Error> {
         self.check_env(i)?;
-        self.check_packable(state)?;
-        self.gpu.upload(&self.packing.pack_all(std::slice::from_ref(state)), &mut self.states, i * self.packing.stride())?;
+        let state = self.loadable(state)?;
+        self.gpu.upload(&self.packing.pack_all(std::slice::from_ref(&state)), &mut self.states, i * self.packing.stride())?;
         self.gpu.synchronize()
     }
 
-    /// Uploads the bank of start states that [`Batch::reset_masked`] copies from.
+    /// Uploads the bank of start states that [`Batch::reset_masked`] copies from, each as
+    /// nes-core loads it.
     pub fn set_bank(&mut self, bank: &[FlatState]) -> Result<(), Error> {
         if bank.is_empty() {
             return Err(Error::BadArgument("empty reset bank".into()));
         }
-        for s in bank {
-            self.check_packable(s)?;
-        }
+        let bank = bank.iter().map(|s| self.loadable(s)).collect::<Result<Vec<_>, _>>()?;
         let mut buf = self.gpu.alloc(bank.len() * self.packing.stride())?;
-        self.gpu.upload(&self.packing.pack_all(bank), &mut buf, 0)?;
+        self.gpu.upload(&self.packing.pack_all(&bank), &mut buf, 0)?;
         self.bank = Some((buf, bank.len()));
         Ok(())
     }
@@ -763,14 +762,16 @@ fn uploaded<'a>(gpu: &Gpu, slot: &'a mut Option<CudaSlice<u8>>, bytes: impl FnOn
 
 /// `state` belongs to `rom` and has nothing where its cartridge cannot write (what the packed
 /// device copy drops).
-fn check_packable(rom: &RomImage, packing: Packing, state: &FlatState) -> Result<(), Error> {
-    rom.check_state(state)?;
+/// `state` as nes-core loads it, in the batch's packing; refused if nes-core refuses it or if it
+/// holds data in memory the packing leaves out (its board never uses it).
+fn loadable(rom: &RomImage, packing: Packing, state: &FlatState) -> Result<FlatState, Error> {
+    let loaded = rom.loadable_state(state)?;
     if Packing::of(state) != packing || !packing.keeps_everything_of(state) {
         return Err(Error::BadArgument(
             "state has data in memory its cartridge cannot use (not a state of this ROM's console)".into(),
         ));
     }
-    Ok(())
+    Ok(loaded)
 }
 
 impl Drop for Batch {
@@ -898,11 +899,27 @@ mod tests {
         let image = RomImage::new(&nrom()).unwrap();
         let start = image.power_on();
         let packing = Packing::of(&start);
-        assert!(check_packable(&image, packing, &start).is_ok());
+        assert!(loadable(&image, packing, &start).is_ok());
         let mut bad = start;
         bad.cart_chr_ram[5] = 1; // CHR ROM board: its CHR RAM is never used
-        assert!(matches!(check_packable(&image, packing, &bad), Err(Error::BadArgument(_))));
+        assert!(matches!(loadable(&image, packing, &bad), Err(Error::BadArgument(_))));
         assert!(matches!(Batch::with_state(image, 1, BatchConfig::default(), &bad), Err(Error::BadArgument(_))));
+    }
+
+    #[test]
+    fn a_state_is_uploaded_as_nes_core_loads_it() {
+        let image = RomImage::new(&nrom()).unwrap();
+        let start = image.power_on();
+        let packing = Packing::of(&start);
+        assert_eq!(loadable(&image, packing, &start).unwrap(), start, "a console's own state as it is");
+        // Bits no console holds, which nes-core's loader drops. Uploaded as they were, the kernels
+        // would draw palette entries past 63 and index the colour tables past their end.
+        let mut odd = start;
+        odd.ppu_palette.iter_mut().for_each(|p| *p |= 0xc0);
+        odd.ppu_v |= 0x8000;
+        let loaded = loadable(&image, packing, &odd).unwrap();
+        assert!(loaded.ppu_palette.iter().all(|&p| p < 64) && loaded.ppu_v < 0x8000);
+        assert_eq!(loaded, image.console(&odd).unwrap().to_flat());
     }
 
     #[test]

@@ -44,11 +44,11 @@ impl RomImage {
         Ok(Console::from_flat(flat, &self.cart)?)
     }
 
-    /// Whether `flat` can run on this ROM: same board and sizes, and every field a value the
-    /// console can be in (banking maps inside the ROM, counters in range), so a kernel given it
-    /// never reads out of bounds.
-    pub fn check_state(&self, flat: &FlatState) -> Result<(), Error> {
-        Console::from_flat(flat, &self.cart)?;
-        Ok(())
+    /// `flat` as nes-core loads it ([`Console::from_flat`]), or why it cannot run on this ROM:
+    /// another board or sizes, or a field no console can be in (a banking map outside the ROM, a
+    /// counter out of range). Bits the loader drops (a palette entry's top two bits, `v`'s bit
+    /// 15, ...) are cleared, so the kernels run what nes-core would and never read out of bounds.
+    pub fn loadable_state(&self, flat: &FlatState) -> Result<FlatState, Error> {
+        Ok(Console::from_flat(flat, &self.cart)?.to_flat())
     }
 }

@@ -536,6 +536,40 @@ fn an_env_order_changes_which_slot_runs_an_env_not_the_result() {
 /// console whose PPU is on a line that does not exist never reaches vertical blank, and both
 /// sides halt it after the same number of steps with the same `Stalled` fault (2), then let time
 /// pass in later frames. No ROM reaches this, so the parity runs above never do.
+/// A state with bits no console holds (palette entries past 63, `v`'s bit 15 and the like), as a
+/// Rust caller could hand to `Batch::load_state`: the batch uploads it as nes-core loads it
+/// (`RomImage::loadable_state`), and the kernels then agree with nes-core, picture included.
+/// As it was given, the kernels would draw palette entries of 192-255.
+#[test]
+fn a_state_with_bits_no_console_holds_runs_as_nes_core_loads_it() {
+    let rom = prg_ram_rom();
+    let image = RomImage::new(&rom).unwrap();
+    let mut core = Console::new(&rom).unwrap();
+    for _ in 0..3 {
+        core.run_frame();
+    }
+    let mut odd = core.to_flat();
+    odd.ppu_palette.iter_mut().for_each(|p| *p |= 0xc0);
+    odd.ppu_v |= 0x8000;
+    odd.ppu_t |= 0x8000;
+    odd.ppu_x = 0xff;
+    odd.ppu_at_latch = 0xff;
+    odd.ppu_eval_n = 0xff;
+    odd.ppu_eval_m = 0xff;
+    let loaded = image.loadable_state(&odd).unwrap();
+    let mut core = Console::from_flat(&odd, core.cart()).unwrap();
+    let mut states = vec![loaded];
+    let mut pixels = vec![0u8; PIXELS_PER_ENV];
+    for frame in 0..3 {
+        core.run_frame();
+        host::step(&mut states, &image, &[0], 1, Some(&mut pixels[..])).unwrap();
+        if let Some((field, i)) = first_difference(&core.to_flat(), &states[0]) {
+            panic!("frame {frame}: first differing field `{field}`[{i}]");
+        }
+        assert!(pixels[..] == core.pixels()[..], "frame {frame}: the pictures differ");
+    }
+}
+
 #[test]
 fn a_console_that_never_reaches_vblank_stalls_identically() {
     let rom = prg_ram_rom();
