@@ -539,6 +539,11 @@ impl Snapshot for Bus {
     fn load(&mut self, r: &mut StateReader<'_>) -> Result<(), StateError> {
         r.bytes(&mut self.ram)?;
         self.cycles = r.u64()?;
+        // 2^60 cycles are 20,000 years of play; past them the clocks' sums (the PPU's 3 dots a
+        // cycle, the deadlines) would overflow.
+        if self.cycles >= 1 << 60 {
+            return Err(StateError::BadField("bus.cycles"));
+        }
         self.open_bus = r.u8()?;
         let dma = r.bool()?;
         let page = r.u8()?;

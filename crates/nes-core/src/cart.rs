@@ -585,6 +585,11 @@ impl Snapshot for Cart {
         r.bytes(&mut self.regs)?;
         self.latch = r.u8()?;
         self.latch_count = r.u8()?;
+        // MMC1's shifter holds at most four bits between its five writes (a count past that
+        // would shift its bits out of the byte).
+        if self.kind == MapperKind::Mmc1 && self.latch_count > 4 {
+            return Err(StateError::BadField("cart.latch_count"));
+        }
         self.prg_ram_enabled = r.bool()?;
         self.prg_ram_writable = r.bool()?;
         self.last_write_cycle = r.u64()?;

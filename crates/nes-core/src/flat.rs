@@ -704,6 +704,33 @@ mod tests {
     }
 
     #[test]
+    fn a_clock_past_twenty_thousand_years_is_refused() {
+        let c = Console::new(&test_rom()).unwrap();
+        let f = c.to_flat();
+        let g = FlatState { bus_cycles: (1 << 60) - 1, ..f };
+        assert!(Console::from_flat(&g, c.cart()).is_ok());
+        let g = FlatState { bus_cycles: 1 << 60, ..f };
+        assert!(Console::from_flat(&g, c.cart()).is_err());
+    }
+
+    #[test]
+    fn an_mmc1_shifter_past_four_bits_is_refused() {
+        let mut rom = test_rom();
+        rom[6] = 0x10; // mapper 1
+        let c = Console::new(&rom).unwrap();
+        let f = c.to_flat();
+        for count in 0..=4 {
+            let g = FlatState { cart_latch_count: count, ..f };
+            assert!(Console::from_flat(&g, c.cart()).is_ok(), "{count} bits");
+        }
+        // A count of 5 or more would shift the next bits out of the latch.
+        for count in [5, 8, 255] {
+            let g = FlatState { cart_latch_count: count, ..f };
+            assert!(Console::from_flat(&g, c.cart()).is_err(), "{count} bits");
+        }
+    }
+
+    #[test]
     fn a_prg_window_is_a_whole_bank_or_the_state_is_refused() {
         let c = Console::new(&test_rom()).unwrap();
         let f = c.to_flat();
