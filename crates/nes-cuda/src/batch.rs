@@ -650,9 +650,14 @@ impl Batch {
         if bank.is_empty() {
             return Err(Error::BadArgument("empty reset bank".into()));
         }
-        let bank = bank.iter().map(|s| self.loadable(s)).collect::<Result<Vec<_>, _>>()?;
-        let mut buf = self.gpu.alloc(bank.len() * self.packing.stride())?;
-        self.gpu.upload(&self.packing.pack_all(&bank), &mut buf, 0)?;
+        // Packed one by one: a bank may hold a state for each of many thousand envs.
+        let stride = self.packing.stride();
+        let mut packed = vec![0u8; bank.len() * stride];
+        for (state, chunk) in bank.iter().zip(packed.chunks_exact_mut(stride)) {
+            self.packing.pack(&self.loadable(state)?, chunk);
+        }
+        let mut buf = self.gpu.alloc(packed.len())?;
+        self.gpu.upload(&packed, &mut buf, 0)?;
         self.bank = Some((buf, bank.len()));
         Ok(())
     }
