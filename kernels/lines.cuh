@@ -142,10 +142,13 @@ NESLE_FN void lines_apply_due(const LineLog& log, u32& e, u32& next, LineRegs& r
 
 // Whether the renderer can draw this frame: its log complete and nothing in it the renderer does
 // not model; then `v`, `t` and fine X at the frame's end as the model has them must be the
-// state's. `blank`: rendering off all frame (lines_blank draws it).
+// state's. `blank`: rendering off all frame (lines_blank draws it). An env whose console draws
+// no pixels (`ppu_render_pixels` off, as a loaded state may have it) is left to nesle_redraw,
+// which leaves its picture as it was, as nes-core does.
 NESLE_FN bool lines_check(const LineLog& log, const u8* packed, u32 packing, bool& blank) {
     u32 flags = log.flags;
     if (!(flags & LINES_STARTED) || (flags & LINES_REDRAW) || log.count > LINE_EVENTS) return false;
+    if (!*LINES_FIELD(packed, packing, ppu_render_pixels)) return false;
     u32 pre = lines_prerender_dots(log);
     u32 drawn_end = pre + 240 * PPU_DOTS_PER_LINE;  // the end of line 239
     u64 end_clock = *(const u64*)LINES_FIELD(packed, packing, ppu_dot_clock);

@@ -6,11 +6,13 @@
 //! Each case takes a running console of every supported board, changes one to four bytes of
 //! randomly picked fields (registers, latches, counters, banking maps, OAM, palette; not the
 //! RAM, whose odd values any game run tries), and, if nes-core accepts the result, runs both
-//! sides three frames with a random pad. Run in a debug build too (`make test` does), where
+//! sides three frames with a random pad: the kernels both drawing while they run and drawing
+//! the frame after it, line by line (the GPU's default), with its 84x84 picture. Run in a debug build too (`make test` does), where
 //! nes-core's overflow checks turn a sum an odd state makes overflow into a failure.
 
 use nes_core::flat::{elem_size, first_difference, FlatState, FIELDS, FLAT_STATE_SIZE};
 use nes_core::Console;
+use nes_cuda::picture::{gray84, GRAY_PIXELS};
 use nes_cuda::{host, RomImage, PIXELS_PER_ENV};
 
 mod common;
@@ -68,20 +70,26 @@ fn odd_states_nes_core_accepts_run_identically_on_the_kernels() {
             };
             accepted += 1;
             let mut core = Console::from_flat(&odd, &nes_core::Cart::from_ines(&rom).unwrap()).unwrap();
-            let mut states = vec![loaded];
-            let mut pixels = vec![0u8; PIXELS_PER_ENV];
+            let (mut states, mut lined) = (vec![loaded], vec![loaded]);
+            let (mut pixels, mut by_lines) = (vec![0u8; PIXELS_PER_ENV], vec![0u8; PIXELS_PER_ENV]);
+            let (mut gray, mut want) = (vec![0u8; GRAY_PIXELS], vec![0u8; GRAY_PIXELS]);
             for frame in 0..3 {
                 let pad = rng.next() as u8;
                 core.set_buttons(0, pad);
                 core.run_frame();
                 host::step(&mut states, &image, &[pad], 1, Some(&mut pixels[..])).unwrap();
+                host::step_drawn_by_lines(&mut lined, &image, &[pad], 1, &mut by_lines, Some(&mut gray)).unwrap();
+                gray84(core.pixels(), &mut want).unwrap();
                 let what = format!("mapper {mapper}, case {case} (changed {changed:?}), frame {frame}");
-                if let Some((field, i)) = first_difference(&core.to_flat(), &states[0]) {
-                    panic!("{what}: first differing field `{field}`[{i}]");
+                for (how, state, picture) in [("drawn", &states[0], &pixels), ("by lines", &lined[0], &by_lines)] {
+                    if let Some((field, i)) = first_difference(&core.to_flat(), state) {
+                        panic!("{what}, {how}: first differing field `{field}`[{i}]");
+                    }
+                    if let Some(at) = picture.iter().zip(core.pixels()).position(|(a, b)| a != b) {
+                        panic!("{what}, {how}: pixel ({}, {}) differs", at % 256, at / 256);
+                    }
                 }
-                if let Some(at) = pixels.iter().zip(core.pixels()).position(|(a, b)| a != b) {
-                    panic!("{what}: pixel ({}, {}) differs", at % 256, at / 256);
-                }
+                assert!(gray == want, "{what}: the line renderer's 84x84 picture differs");
             }
         }
     }
