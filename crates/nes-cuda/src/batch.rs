@@ -765,8 +765,6 @@ fn uploaded<'a>(gpu: &Gpu, slot: &'a mut Option<CudaSlice<u8>>, bytes: impl FnOn
     }
 }
 
-/// `state` belongs to `rom` and has nothing where its cartridge cannot write (what the packed
-/// device copy drops).
 /// `state` as nes-core loads it, in the batch's packing; refused if nes-core refuses it or if it
 /// holds data in memory the packing leaves out (its board never uses it).
 fn loadable(rom: &RomImage, packing: Packing, state: &FlatState) -> Result<FlatState, Error> {
