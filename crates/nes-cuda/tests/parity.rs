@@ -532,10 +532,6 @@ fn an_env_order_changes_which_slot_runs_an_env_not_the_result() {
     }
 }
 
-/// The frame loop's guard (nes-core's watchdog test, crates/nes-core/tests/watchdog.rs): a
-/// console whose PPU is on a line that does not exist never reaches vertical blank, and both
-/// sides halt it after the same number of steps with the same `Stalled` fault (2), then let time
-/// pass in later frames. No ROM reaches this, so the parity runs above never do.
 /// A state with bits no console holds (palette entries past 63, `v`'s bit 15 and the like), as a
 /// Rust caller could hand to `Batch::load_state`: the batch uploads it as nes-core loads it
 /// (`RomImage::loadable_state`), and the kernels then agree with nes-core, picture included.
@@ -570,6 +566,10 @@ fn a_state_with_bits_no_console_holds_runs_as_nes_core_loads_it() {
     }
 }
 
+/// The frame loop's guard (nes-core's watchdog test, crates/nes-core/tests/watchdog.rs): a
+/// console whose PPU is on a line that does not exist never reaches vertical blank, and both
+/// sides halt it after the same number of steps with the same `Stalled` fault (2), then let time
+/// pass in later frames. No ROM reaches this, so the parity runs above never do.
 #[test]
 fn a_console_that_never_reaches_vblank_stalls_identically() {
     let rom = prg_ram_rom();
