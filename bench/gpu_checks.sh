@@ -14,9 +14,10 @@
 # lists the steps that failed (a mismatch, a sanitizer's error, a time limit, a binary that did
 # not start) at the end and then exits 1, so a caller cannot mistake a broken run for a clean one.
 # WU / ST (warm-up / timed steps, default 5 / 30) shorten the throughput runs.
-# PARTS (default "checks,bench,python") picks the groups: the checks (demo, parity, images,
-# sanitizers, pytest), the throughput table, the Python-layer comparison; "divergence" (not in
-# the default) runs protocol B with the PC votes and regrouping (docs/kernel-notes.md #20, #21):
+# PARTS (default "checks,pytest,bench,python") picks the groups: the checks (demo, parity,
+# images, sanitizers), `pytest -m gpu` (allowed 10 minutes: where a command may run no longer,
+# give it a command of its own), the throughput table, the Python-layer comparison; "divergence"
+# (not in the default) runs protocol B with the PC votes and regrouping (docs/kernel-notes.md #20, #21):
 # ENVS_DIV envs (65536), WU_DIV + ST_DIV steps (30 + 25), kernels compiled at run time;
 # "profile" (not in the default) asks ncu for the threads active per instruction, the stall
 # reasons, occupancy and cache hit rates of one protocol A and one protocol B launch late in an
@@ -34,7 +35,7 @@ SMB=$ROMS/super-mario-bros.nes
 export NESLE_SYNC_TIMEOUT=${NESLE_SYNC_TIMEOUT:-120}
 T0=$(date +%s)
 step() { echo "[+$(( $(date +%s) - T0 ))s] $1"; }
-PARTS=,${PARTS:-checks,bench,python},
+PARTS=,${PARTS:-checks,pytest,bench,python},
 part() { [[ $PARTS == *,$1,* ]]; }
 # check NAME FILE LINES SECONDS CMD...: runs CMD under `timeout SECONDS` with its output in FILE,
 # shows FILE's last LINES lines, and counts a non-zero exit as a failed check: a mismatch, a
@@ -84,6 +85,8 @@ done
 step synccheck  # the block barriers in nes_run_frame, with a partial block
 check "synccheck, blocks of 256" "$OUT/synccheck.txt" 1 120 env NESLE_BLOCK=256 compute-sanitizer --tool synccheck --error-exitcode 9 "$B" --parity 300 --steps 1 --rom "$SMB"
 check "synccheck, blocks of 512" "$OUT/synccheck-512.txt" 1 120 env NESLE_BLOCK=512 compute-sanitizer --tool synccheck --error-exitcode 9 "$B" --parity 600 --steps 1 --rom "$SMB"
+fi
+if part pytest; then
 step "pytest -m gpu"; check "pytest -m gpu" "$OUT/pytest-gpu.txt" 15 600 python3 -m pytest -q -m gpu tests/python -p no:cacheprovider --durations=10
 fi
 if part bench; then
