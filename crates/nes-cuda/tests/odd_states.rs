@@ -69,7 +69,7 @@ fn odd_states_nes_core_accepts_run_identically_on_the_kernels() {
                 continue;
             };
             accepted += 1;
-            let mut core = Console::from_flat(&odd, &nes_core::Cart::from_ines(&rom).unwrap()).unwrap();
+            let mut core = image.console(&odd).unwrap();
             let (mut states, mut lined) = (vec![loaded], vec![loaded]);
             let (mut pixels, mut by_lines) = (vec![0u8; PIXELS_PER_ENV], vec![0u8; PIXELS_PER_ENV]);
             let (mut gray, mut want) = (vec![0u8; GRAY_PIXELS], vec![0u8; GRAY_PIXELS]);
