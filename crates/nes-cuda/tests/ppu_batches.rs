@@ -128,6 +128,21 @@ fn the_catch_up_ppu_matches_ticking_with_oamaddr_moved_between_batches() {
     }
 }
 
+/// Asks the `$2002` bound from `s` and ticks a copy to the dot before it (at most `limit` - 1
+/// dots), where bits 5-7 of the status must be as they were; then one dot more, onto the bound.
+/// Returns the state there and the bound.
+fn tick_through_status_bound(case: usize, s: &FlatState, image: &RomImage, limit: u32) -> (FlatState, u32) {
+    let dist = host::status_bound(s, image).unwrap();
+    let mut t = *s;
+    if dist > 1 {
+        host::ppu_run(&mut t, image, dist.min(limit) - 1, true, None).unwrap();
+        let (from, at) = ((s.ppu_scanline, s.ppu_dot), (t.ppu_scanline, t.ppu_dot));
+        assert_eq!(t.ppu_status & 0xe0, s.ppu_status & 0xe0, "case {case}: bound {dist} from {from:?}, at {at:?}");
+    }
+    host::ppu_run(&mut t, image, 1, true, None).unwrap();
+    (t, dist)
+}
+
 #[test]
 fn the_status_bound_holds_with_oamaddr_moved_mid_evaluation() {
     // The bound a `$2002` read trusts instead of catching the PPU up, asked after random dots of
@@ -162,16 +177,8 @@ fn the_status_bound_holds_with_oamaddr_moved_mid_evaluation() {
             if rng.next() % 2 == 0 {
                 s.ppu_status &= !0x20;
             }
-            let dist = host::status_bound(&s, &image).unwrap();
-            let status = s.ppu_status & 0xe0;
-            let mut t = s;
-            if dist > 1 {
-                host::ppu_run(&mut t, &image, dist.min(3 * 89_342) - 1, true, None).unwrap();
-                let at = (t.ppu_scanline, t.ppu_dot);
-                assert_eq!(t.ppu_status & 0xe0, status, "case {case}: bound {dist} from {:?}, at {at:?}", (s.ppu_scanline, s.ppu_dot));
-            }
-            host::ppu_run(&mut t, &image, 1, true, None).unwrap();
-            changes += (t.ppu_status & 0xe0 != status) as u32;
+            let (t, _) = tick_through_status_bound(case, &s, &image, 3 * 89_342);
+            changes += (t.ppu_status & 0xe0 != s.ppu_status & 0xe0) as u32;
         }
     }
     // Not vacuous: besides VBL's set and clear in each case, the scenes hit and overflow on
@@ -197,16 +204,8 @@ fn the_status_bound_holds_over_the_lines_sprite_0_spans() {
             let skip = (1 + rng.next() % 600).min(left);
             host::ppu_run(&mut s, &image, skip, true, None).unwrap();
             left -= skip;
-            let dist = host::status_bound(&s, &image).unwrap();
+            let (t, dist) = tick_through_status_bound(case, &s, &image, 89_342);
             let status = s.ppu_status & 0xe0;
-            let from = (s.ppu_scanline, s.ppu_dot);
-            let mut t = s;
-            if dist > 1 {
-                host::ppu_run(&mut t, &image, dist.min(89_342) - 1, true, None).unwrap();
-                let at = (t.ppu_scanline, t.ppu_dot);
-                assert_eq!(t.ppu_status & 0xe0, status, "case {case}: bound {dist} from {from:?}, at {at:?}");
-            }
-            host::ppu_run(&mut t, &image, 1, true, None).unwrap();
             checked += 1;
             // A hit on the bound's own dot, past the next line's dot 1 (the bound before the
             // closed form went no further).
