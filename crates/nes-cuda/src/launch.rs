@@ -53,13 +53,14 @@ fn step_block(n: usize, sms: u32, lockstep: bool) -> u32 {
 /// without, since a block that large gains more than 1/32 on protocol B (65,536 envs on an
 /// H200's 132 SMs: 128 blocks, 4 SMs idle, still B +5%, kernel-notes #90). The large blocks
 /// are for envs that diverge (the warps of a block then run a frame's part together, #40); envs
-/// in lockstep only wait at the parts' barriers, for fewer warps in a smaller block: [`BLOCK`]
-/// (#172, 65,536 envs on an H200: protocol A +8.1% with 128-thread blocks, B -10.8%).
+/// in lockstep only wait at the parts' barriers, so they never take 512 (#172: A +8.1% with 128
+/// against 512). Since a block's warps may run a part ahead of its barrier (#187), 256 beats 128
+/// for them where every SM gets a block (#193, 65,536 envs on an H100: protocol A +4.9%).
 fn default_step_block(n: usize, sms: u32, lockstep: bool) -> u32 {
     let sms = sms.max(1) as usize;
-    if lockstep || n < 256 * sms {
+    if n < 256 * sms {
         BLOCK
-    } else if n.div_ceil(512) >= sms - sms / 32 {
+    } else if !lockstep && n.div_ceil(512) >= sms - sms / 32 {
         512
     } else {
         256
@@ -819,9 +820,12 @@ mod tests {
         assert_eq!(default_step_block(5 * 512, 6, false), 256);
         assert_eq!(default_step_block(1, 1, false), 128);
         assert_eq!(default_step_block(1, 0, false), 128);
-        // Envs in lockstep: the small blocks at any size.
-        assert_eq!(default_step_block(65_536, 132, true), 128);
-        assert_eq!(default_step_block(131_072, 132, true), 128);
+        // Envs in lockstep: 256 where every SM gets a block, never 512.
+        assert_eq!(default_step_block(65_536, 132, true), 256);
+        assert_eq!(default_step_block(131_072, 132, true), 256);
+        assert_eq!(default_step_block(256 * 132, 132, true), 256);
+        assert_eq!(default_step_block(256 * 132 - 1, 132, true), 128);
+        assert_eq!(default_step_block(16_384, 132, true), 128);
     }
 
     #[test]
