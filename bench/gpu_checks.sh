@@ -81,6 +81,8 @@ done
 for tool in memcheck racecheck; do
   # With pictures and their RGB: the step kernel, the line renderer, the redraw and the RGB kernel run.
   step "$tool"; check "$tool" "$OUT/$tool.txt" 1 120 compute-sanitizer --tool $tool --error-exitcode 9 "$B" --parity 32 --steps 2 --rgb --rom "$SMB"
+  # 2,048 envs: the device sort over two tiles, so its stages between tiles run too.
+  check "$tool, the sort's tiles" "$OUT/$tool-sort.txt" 1 180 compute-sanitizer --tool $tool --error-exitcode 9 "$B" --envs 2048 --protocols B --warmup 1 --steps 2 --rom "$SMB"
 done
 step synccheck  # the block barriers in nes_run_frame, with a partial block
 check "synccheck, blocks of 256" "$OUT/synccheck.txt" 1 120 env NESLE_BLOCK=256 compute-sanitizer --tool synccheck --error-exitcode 9 "$B" --parity 300 --steps 1 --rom "$SMB"
