@@ -54,8 +54,8 @@ fn step_block(n: usize, sms: u32, lockstep: bool) -> u32 {
 /// H200's 132 SMs: 128 blocks, 4 SMs idle, still B +5%, kernel-notes #90). The large blocks
 /// are for envs that diverge (the warps of a block then run a frame's part together, #40); envs
 /// in lockstep only wait at the parts' barriers, so they never take 512 (#172: A +8.1% with 128
-/// against 512). Since a block's warps may run a part ahead of its barrier (#187), 256 beats 128
-/// for them where every SM gets a block (#193, 65,536 envs on an H100: protocol A +4.9%).
+/// against 512). Since #187's slack, 256 beat 128 for them where every SM gets a block (#193,
+/// 65,536 envs on an H100: protocol A +4.9%; why is a guess, in the notes).
 fn default_step_block(n: usize, sms: u32, lockstep: bool) -> u32 {
     let sms = sms.max(1) as usize;
     if n < 256 * sms {
