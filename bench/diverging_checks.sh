@@ -4,7 +4,7 @@
 # one line per case (`pass` with the CPU's results, `HANG` at the step it stopped in, or the
 # error), on the installed nesle's kernels or, with KERNELS=DIR (a copy of kernels/ with a
 # variant applied), on DIR compiled at run time, with OPTIONS as its NVRTC options (e.g.
-# -DNESLE_SLACK=2 with bench/variants/189-slack-k.patch). Exits 1 if a case failed.
+# -DNESLE_SLACK=2 with the patch of kernel-notes #189). Exits 1 if a case failed.
 #
 #   [KERNELS=DIR] [OPTIONS=...] bench/diverging_checks.sh [ROM]
 set -u

@@ -48,6 +48,18 @@ NESLE_FN u32 order_tile_k_last(u32 k, u32 size) { return k == 0 ? size : k; }
 NESLE_FN u32 order_tile_j_first(u32 k, u32 size) { return (k < size ? k : size) >> 1; }
 
 #if defined(__CUDACC__)
+// The stages kk = k_first ..= k_last of a tile of `size` pairs in shared memory that starts at
+// pair `base`, thread t exchanging pair t, the block's barrier after each stage (the host
+// twin: order_host_network).
+__device__ __forceinline__ void order_device_network(u64* tile, u32 t, u32 base, u32 size, u32 k_first, u32 k_last) {
+    for (u32 kk = k_first; kk <= k_last; kk <<= 1) {
+        for (u32 j = order_tile_j_first(kk, size); j > 0; j >>= 1) {
+            order_exchange(tile, t, j, ((base + t) & kk) == 0);
+            __syncthreads();
+        }
+    }
+}
+
 // One stage of the network over all the pairs, for j >= the tile size.
 extern "C" __global__ void nesle_order_stage(u64* pairs, u32 j, u32 k, u32 padded) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -61,12 +73,7 @@ extern "C" __global__ void nesle_order_tiles(const u32* ran, u64* pairs, u32 n, 
     u32 t = threadIdx.x, size = blockDim.x, i = blockIdx.x * size + t;
     tile[t] = k == 0 ? order_pair(ran, i, n) : pairs[i];
     __syncthreads();
-    for (u32 kk = order_tile_k_first(k); kk <= order_tile_k_last(k, size); kk <<= 1) {
-        for (u32 j = order_tile_j_first(kk, size); j > 0; j >>= 1) {
-            order_exchange(tile, t, j, (i & kk) == 0);
-            __syncthreads();
-        }
-    }
+    order_device_network(tile, t, blockIdx.x * size, size, order_tile_k_first(k), order_tile_k_last(k, size));
     pairs[i] = tile[t];
 }
 
@@ -78,12 +85,7 @@ extern "C" __global__ void nesle_order_out(const u64* pairs, u32* order, u32 n, 
     u32 t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
     tile[t] = i < n ? order_block_entry(pairs[i], t) : ~0ull;
     __syncthreads();
-    for (u32 k = 2; k <= blockDim.x; k <<= 1) {
-        for (u32 j = k >> 1; j > 0; j >>= 1) {
-            order_exchange(tile, t, j, (t & k) == 0);
-            __syncthreads();
-        }
-    }
+    order_device_network(tile, t, 0, blockDim.x, 2, blockDim.x);
     if (i >= n) return;
     u32 env = (u32)tile[t];
     if (order[i] != env) {
