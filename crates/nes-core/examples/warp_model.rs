@@ -59,6 +59,9 @@
 //! next frame starting once its envs finished the last, no barrier between launches) against
 //! today's barriers: the critical path (`critical_path`) and the same with at most one frame's
 //! warps resident (`resident_path`).
+//! `WARP_ORACLE=1` (any mode) prints for each frame its slowest warp in the order it ran against
+//! orders made from the frame's own traces, which no batch knows before the frame
+//! (`oracle_costs`): a bound on what any regrouping key could do.
 //! `WARP_LOOPS=L` keeps the second pass of every loop of up to L instructions out of the traces
 //! (by default only loops of 1 and 3, as the kernels' fast-forwards run them): a bound on what
 //! running any tight loop at once would save.
@@ -394,6 +397,84 @@ fn regroup_order(mode: &str, envs: &[Env], eid: &[usize], bucket: u32, tie_by_id
     Some(order)
 }
 
+/// A bound on regrouping (`WARP_ORACLE=1`): the frame's slowest warp ((stack, PC) vote rounds)
+/// in the order it ran, against orders made from the frame's own traces, which no batch knows
+/// before the frame: by its instruction count (identical paths side by side); by its 1 KiB
+/// coverage, then the count; clustered by its code (`clustered_by_code`); by the (stack, PC) it
+/// started at, then its count, over all envs and inside the as-run order's blocks. Then the
+/// longest env, below which no warp holding it goes.
+fn oracle_costs(traces: &[Vec<Slot>]) -> String {
+    const FNV: u64 = 0x100_0000_01b3;
+    let key = |s: &Slot| (s.sp as u32) << 16 | s.pc as u32;
+    let slowest = |order: &[usize]| -> u64 {
+        let warp = |w: &[usize]| w.iter().map(|&i| traces[i].clone()).collect::<Vec<_>>();
+        order.chunks(WARP).map(|w| vote_cost(&warp(w), key)).max().unwrap_or(0)
+    };
+    let hash = |t: &[Slot]| t.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, s| (h ^ s.pc as u64).wrapping_mul(FNV));
+    let start = |i: usize| traces[i].first().map_or(0, key);
+    let count = |i: usize| (traces[i].len(), hash(&traces[i]));
+    let as_run: Vec<usize> = (0..traces.len()).collect();
+    let sorted = |by: &dyn Fn(&usize, &usize) -> std::cmp::Ordering| {
+        let mut o = as_run.clone();
+        o.sort_by(by);
+        o
+    };
+    let by_count = sorted(&|&a, &b| count(a).cmp(&count(b)));
+    let by_cover = sorted(&|&a, &b| (coverage(&traces[a]), count(a)).cmp(&(coverage(&traces[b]), count(b))));
+    let by_start = sorted(&|&a, &b| (start(a), count(a)).cmp(&(start(b), count(b))));
+    let mut in_blocks = as_run.clone();
+    for b in in_blocks.chunks_mut(BLOCK_WARPS * WARP) {
+        b.sort_by_key(|&i| (start(i), count(i)));
+    }
+    let longest = traces.iter().map(|t| t.len()).max().unwrap_or(0);
+    format!(
+        "slowest warp as run {}; by its own count {}; by its own coverage {}; clustered by its own code {}; \
+         by start, then own count {}; as run's blocks by start, then own count {}; the longest env {longest}",
+        slowest(&as_run),
+        slowest(&by_count),
+        slowest(&by_cover),
+        slowest(&clustered_by_code(traces)),
+        slowest(&by_start),
+        slowest(&in_blocks)
+    )
+}
+
+/// An order no batch can know before the frame: warps built greedily from the frame's own
+/// traces, each seeded with the longest env left and filled with the envs whose code (the set of
+/// 16-byte pieces of PRG ROM their instructions came from) is most like the seed's (Jaccard).
+fn clustered_by_code(traces: &[Vec<Slot>]) -> Vec<usize> {
+    let sets: Vec<[u64; 32]> = traces
+        .iter()
+        .map(|t| {
+            let mut b = [0u64; 32];
+            for s in t {
+                let piece = (s.pc as usize >> 4) & 0x7ff;
+                b[piece >> 6] |= 1 << (piece & 63);
+            }
+            b
+        })
+        .collect();
+    let jaccard = |a: &[u64; 32], b: &[u64; 32]| {
+        let and: u32 = a.iter().zip(b).map(|(p, q)| (p & q).count_ones()).sum();
+        let or: u32 = a.iter().zip(b).map(|(p, q)| (p | q).count_ones()).sum();
+        if or == 0 { 1.0 } else { and as f64 / or as f64 }
+    };
+    let mut left: Vec<usize> = (0..traces.len()).collect();
+    let mut order = Vec::with_capacity(traces.len());
+    while !left.is_empty() {
+        let longest = |&k: &usize| (traces[left[k]].len(), std::cmp::Reverse(left[k]));
+        let at = (0..left.len()).max_by_key(longest).expect("not empty");
+        let seed = left.swap_remove(at);
+        // The most like the seed first (ties by index, so the order is the same every run).
+        let like = |i: usize| jaccard(&sets[seed], &sets[i]);
+        left.sort_by(|&x, &y| like(y).total_cmp(&like(x)).then(x.cmp(&y)));
+        let take = left.len().min(WARP - 1);
+        order.push(seed);
+        order.extend(left.drain(..take));
+    }
+    order
+}
+
 /// `items` in `order` (a permutation of their indices).
 fn permuted<T>(items: Vec<T>, order: &[usize]) -> Vec<T> {
     let mut old: Vec<Option<T>> = items.into_iter().map(Some).collect();
@@ -636,6 +717,9 @@ fn main() {
                     let (rounds, lone, together) = slowest_block_alone(&traces, &cycles);
                     eprintln!("step {step} frame {f}: the slowest block's {rounds} rounds: {lone} with one thread left alone, {together} with every thread left together");
                 }
+            }
+            if std::env::var_os("WARP_ORACLE").is_some() {
+                eprintln!("step {step} frame {f}: {}", oracle_costs(&traces));
             }
             // The envs whose frame is over twice the mean's, by SMB's OperMode ($0770: 0 title,
             // 1 playing, 2 victory, 3 game over): the long frames that set a launch's length.
