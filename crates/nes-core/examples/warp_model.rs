@@ -145,7 +145,8 @@ fn distinct_ops(ops: impl Iterator<Item = u8>) -> u64 {
 }
 
 /// Rounds of a vote that runs, each round, the threads whose next slot has the lowest `key`.
-fn vote_cost(traces: &[Vec<Slot>], key: impl Fn(&Slot) -> u32) -> u64 {
+fn vote_cost<T: AsRef<[Slot]>>(traces: &[T], key: impl Fn(&Slot) -> u32) -> u64 {
+    let traces: Vec<&[Slot]> = traces.iter().map(AsRef::as_ref).collect();
     let mut at = vec![0usize; traces.len()];
     let mut rounds = 0;
     while let Some(low) = traces.iter().zip(&at).filter_map(|(t, &i)| t.get(i).map(&key)).min() {
@@ -397,6 +398,11 @@ fn regroup_order(mode: &str, envs: &[Env], eid: &[usize], bucket: u32, tie_by_id
     Some(order)
 }
 
+/// A hash of a frame's path (its instructions' addresses, FNV-1a): equal for equal paths.
+fn path_hash(t: &[Slot]) -> u64 {
+    t.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, s| (h ^ s.pc as u64).wrapping_mul(0x100_0000_01b3))
+}
+
 /// A bound on regrouping (`WARP_ORACLE=1`): the frame's slowest warp ((stack, PC) vote rounds)
 /// in the order it ran, against orders made from the frame's own traces, which no batch knows
 /// before the frame: by its instruction count (identical paths side by side); by its 1 KiB
@@ -404,15 +410,13 @@ fn regroup_order(mode: &str, envs: &[Env], eid: &[usize], bucket: u32, tie_by_id
 /// started at, then its count, over all envs and inside the as-run order's blocks. Then the
 /// longest env, below which no warp holding it goes.
 fn oracle_costs(traces: &[Vec<Slot>]) -> String {
-    const FNV: u64 = 0x100_0000_01b3;
     let key = |s: &Slot| (s.sp as u32) << 16 | s.pc as u32;
     let slowest = |order: &[usize]| -> u64 {
-        let warp = |w: &[usize]| w.iter().map(|&i| traces[i].clone()).collect::<Vec<_>>();
+        let warp = |w: &[usize]| w.iter().map(|&i| &traces[i]).collect::<Vec<_>>();
         order.chunks(WARP).map(|w| vote_cost(&warp(w), key)).max().unwrap_or(0)
     };
-    let hash = |t: &[Slot]| t.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, s| (h ^ s.pc as u64).wrapping_mul(FNV));
     let start = |i: usize| traces[i].first().map_or(0, key);
-    let count = |i: usize| (traces[i].len(), hash(&traces[i]));
+    let count = |i: usize| (traces[i].len(), path_hash(&traces[i]));
     let as_run: Vec<usize> = (0..traces.len()).collect();
     let sorted = |by: &dyn Fn(&usize, &usize) -> std::cmp::Ordering| {
         let mut o = as_run.clone();
@@ -466,8 +470,9 @@ fn clustered_by_code(traces: &[Vec<Slot>]) -> Vec<usize> {
         let at = (0..left.len()).max_by_key(longest).expect("not empty");
         let seed = left.swap_remove(at);
         // The most like the seed first (ties by index, so the order is the same every run).
-        let like = |i: usize| jaccard(&sets[seed], &sets[i]);
-        left.sort_by(|&x, &y| like(y).total_cmp(&like(x)).then(x.cmp(&y)));
+        let mut like: Vec<(f64, usize)> = left.iter().map(|&i| (jaccard(&sets[seed], &sets[i]), i)).collect();
+        like.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
+        left = like.iter().map(|&(_, i)| i).collect();
         let take = left.len().min(WARP - 1);
         order.push(seed);
         order.extend(left.drain(..take));
@@ -645,7 +650,7 @@ fn main() {
                     } else if regroup == "frameblockpc2" {
                         start_pc
                     } else {
-                        t.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, s| (h ^ s.pc as u64).wrapping_mul(0x100_0000_01b3))
+                        path_hash(&t)
                     };
                 } else {
                     c.run_frame();
