@@ -80,21 +80,6 @@ fn step_blocks_per_sm() -> u32 {
     })
 }
 
-/// The step kernel's preferred share of each SM's unified L1 and shared memory, in percent
-/// (`NESLE_CARVEOUT`, a measurement knob: 0 asks for the most L1, 100 for the most shared memory;
-/// unset, the driver chooses; `NESLE_CARVEOUT_ALL=1` sets it on every kernel). The kernel keeps
-/// each env's state in local memory, which the L1 caches, and needs only a few bytes of shared
-/// memory (kernel-notes #194).
-fn step_carveout() -> Option<i32> {
-    static C: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
-    *C.get_or_init(|| {
-        std::env::var("NESLE_CARVEOUT")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|c: &i32| (0..=100).contains(c))
-    })
-}
-
 /// The step launch for `n` envs: one thread per env, at most `per_sm` blocks per SM when set.
 fn step_grid(n: usize, block: u32, sms: u32, per_sm: u32) -> LaunchConfig {
     let mut cfg = grid_of(n, block);
@@ -240,7 +225,7 @@ impl Gpu {
             .max(1) as u32;
         let (major, _) = ctx.compute_capability().map_err(cuda)?;
         let pdl = major >= 9 && std::env::var("NESLE_PDL").map_or(true, |v| v != "0");
-        let gpu = Gpu {
+        Ok(Gpu {
             sms,
             image,
             pdl,
@@ -257,20 +242,7 @@ impl Gpu {
             order_out: f("nesle_order_out")?,
             ctx,
             stream,
-        };
-        if let Some(percent) = step_carveout() {
-            let all = std::env::var("NESLE_CARVEOUT_ALL").is_ok_and(|v| v == "1");
-            let others = [&gpu.reset, &gpu.gather_ram, &gpu.gray84, &gpu.rgb, &gpu.draw_lines, &gpu.redraw,
-                &gpu.gray84_redrawn, &gpu.order_tiles, &gpu.order_stage, &gpu.order_out];
-            for func in std::iter::once(&gpu.step).chain(others.into_iter().filter(|_| all)) {
-                func.set_attribute(
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                    percent,
-                )
-                .map_err(cuda)?;
-            }
-        }
-        Ok(gpu)
+        })
     }
 
     /// (free, total) bytes of device memory.
