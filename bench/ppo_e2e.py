@@ -12,6 +12,7 @@ Three rows, run in turn in every round, on one backend and one env count:
   same layers, rollout, minibatches, epochs, annealed rate, clipping, reward scaling and /255)
   on ``nesle.sb3.NesleVecEnv``.
 
+On CUDA both trainers' matrix products run in TF32, nesle.ppo's default (``--no-tf32``: FP32).
 The JSON records each round's figure; the table gives the median. Ratios within one run are the
 figure to read on a shared machine (absolute times on 2 shared cores are noise).
 
@@ -60,7 +61,7 @@ def run_env(args: argparse.Namespace) -> float:
 
 def run_nesle_ppo(args: argparse.Namespace) -> float:
     r = ppo.train(ppo.Args(game="smb", backend=args.backend, num_envs=args.envs,
-                           total_steps=args.steps, num_steps=64, seed=0))  # fmt: skip
+                           total_steps=args.steps, num_steps=64, seed=0, tf32=args.tf32))  # fmt: skip
     return r.steps_per_second
 
 
@@ -85,11 +86,11 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=40_960, help="env steps a row a round")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--rows", default=",".join(ROWS), help=f"rows to run (default {','.join(ROWS)})")
-    p.add_argument("--tf32", action="store_true",
-                   help="let CUDA matrix products use TF32 (torch's default is full FP32) for every row")  # fmt: skip
+    p.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True,
+                   help="CUDA matrix products in TF32 (nesle.ppo's default) for every row; --no-tf32: FP32")
     p.add_argument("--out", type=Path)
     args = p.parse_args()
-    # A measurement knob: whether the updates' products on tensor cores pay on a GPU.
+    # SB3 runs with torch's global setting; nesle.ppo sets its own for the run (Args.tf32).
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     rows = args.rows.split(",")
     figures: dict[str, list[float]] = {r: [] for r in rows}

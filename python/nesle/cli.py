@@ -298,8 +298,8 @@ def _train(args: argparse.Namespace) -> int:
         done=args.done, start_states=args.start, max_episode_steps=args.max_episode_steps,
         total_steps=args.steps, num_steps=args.num_steps, learning_rate=args.lr,
         num_minibatches=args.minibatches, update_epochs=args.epochs, ent_coef=args.ent_coef,
-        seed=args.seed, out=str(args.out) if args.out else None, save_every=args.save_every,
-        resume=str(args.resume) if args.resume else None,
+        seed=args.seed, tf32=args.tf32, out=str(args.out) if args.out else None,
+        save_every=args.save_every, resume=str(args.resume) if args.resume else None,
     )  # fmt: skip
     try:
         ppo.check(run)
@@ -447,6 +447,9 @@ def parser() -> argparse.ArgumentParser:
     train.add_argument("--epochs", type=_positive, default=4)
     train.add_argument("--ent-coef", type=float, default=0.01)
     train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True,
+                       help="TensorFloat-32 for the network's matrix products on CUDA (default "
+                            "on; --no-tf32: full FP32)")
     train.add_argument("--out", type=Path, help="folder for agent.pt, args.json and log.jsonl "
                        "(the agent saved at the end, every --save-every updates and on Ctrl-C)")
     train.add_argument("--save-every", type=int, default=50,

@@ -86,14 +86,16 @@ def test_the_reward_scaler_divides_by_the_std_of_every_discounted_return_seen():
 def test_a_tiny_run_from_the_command_line_saves_an_agent_that_loads_and_acts(tmp_path, capsys, smb_rom):
     out = tmp_path / "run"
     code = cli.main(["train", "smb", "--backend", "cpu", "--envs", "4", "--num-steps", "16",
-                     "--steps", "128", "--minibatches", "2", "--epochs", "1", "--out", str(out)])  # fmt: skip
+                     "--steps", "128", "--minibatches", "2", "--epochs", "1", "--no-tf32",
+                     "--out", str(out)])  # fmt: skip
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert printed.count("update ") == 2, printed
     assert "trained: 128 steps" in printed and "cpu backend" in printed
     rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["steps"] for r in rows] == [64, 128]
-    assert json.loads((out / "args.json").read_text())["num_envs"] == 4
+    saved = json.loads((out / "args.json").read_text())
+    assert saved["num_envs"] == 4 and saved["tf32"] is False
     agent = ppo.load(out / "agent.pt")
     assert agent.args is not None and agent.args["total_steps"] == 128
     ram = torch.zeros((3, 2048), dtype=torch.uint8)
@@ -197,6 +199,19 @@ def test_the_same_seed_gives_the_same_run_and_another_seed_another(smb_rom):
     assert torch.equal(torch.rand(4), expected)
     assert torch.backends.cudnn.deterministic == deterministic
     assert learned(d) == learned(a)
+
+
+def test_the_run_sets_tf32_for_its_products_and_hands_the_callers_setting_back(smb_rom):
+    caller = torch.backends.cuda.matmul.allow_tf32
+    try:
+        for wanted in (True, False):
+            torch.backends.cuda.matmul.allow_tf32 = not wanted
+            seen = []
+            ppo.train(tiny(tf32=wanted), on_update=lambda row: seen.append(torch.backends.cuda.matmul.allow_tf32))
+            assert seen == [wanted, wanted]  # each update ran with the run's setting
+            assert torch.backends.cuda.matmul.allow_tf32 == (not wanted)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = caller
 
 
 # Records OMP_WAIT_POLICY at the moment torch is first imported, then imports the module.
