@@ -15,7 +15,7 @@ import gymnasium as gym
 import numpy as np
 
 from nesle._device import to_numpy
-from nesle.vector import EnvState, NesleVectorEnv
+from nesle.vector import EnvState, NesleVectorEnv, _check_seed
 
 
 class NesleEnv(gym.Env):
@@ -34,6 +34,7 @@ class NesleEnv(gym.Env):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
+        _check_seed(seed)  # before gymnasium's own check, so the error is the vector env's
         super().reset(seed=seed)
         if seed is not None:
             self.action_space.seed(seed)

@@ -245,6 +245,7 @@ class NesleVectorEnv(VectorEnv):
             )
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        _check_seed(seed)
 
         game, rom = load_game(game_or_rom)
         self._rom = rom
@@ -325,6 +326,7 @@ class NesleVectorEnv(VectorEnv):
         round-robin, so the same seed gives the same episodes.
         """
         self._check_open()
+        _check_seed(seed)
         if seed is not None or self._needs_reset:
             seed = self._seed if seed is None else seed
             self._rng = np.random.default_rng(seed)
@@ -620,6 +622,12 @@ def _check_int(name: str, value: Any, lo: int, hi: int | None = None) -> None:
     if value < lo or (hi is not None and value > hi):
         bound = f"at least {lo}" if hi is None else f"between {lo} and {hi}"
         raise ValueError(f"{name} must be {bound}, got {value}")
+
+
+def _check_seed(seed: Any) -> None:
+    """One seed for the whole batch: None or an int NumPy's generators take (>= 0)."""
+    if seed is not None:
+        _check_int("seed", seed, 0)
 
 
 def _reward_fn(game: GameSpec | None, option: Any) -> Callable[[np.ndarray, np.ndarray], Any]:

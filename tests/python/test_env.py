@@ -408,6 +408,19 @@ def test_a_closed_env_raises_a_clear_error():
         env.reset()
 
 
+@pytest.mark.parametrize(
+    ("seed", "error"), [(-5, ValueError), (1.5, TypeError), ([1, 2], TypeError), (True, TypeError)]
+)
+def test_a_bad_seed_is_a_clear_error_and_the_env_stays_usable(seed, error):
+    venv, env = nesle.make_vec("smb", 2), nesle.make("smb")
+    for e in (venv, env):
+        with pytest.raises(error, match="seed must be"):
+            e.reset(seed=seed)
+        e.reset(seed=0)  # the same env, reset and stepped as if nothing had happened
+    assert venv.step(np.zeros(2, np.int64))[0].shape == (2, 2048)
+    assert env.step(0)[0].shape == (2048,)
+
+
 def test_step_before_reset_raises():
     with pytest.raises(RuntimeError, match="reset"):
         nesle.make_vec("smb", 1).step(np.zeros(1, np.int64))
@@ -427,6 +440,8 @@ def test_step_before_reset_raises():
         (dict(start_states="9-1"), ValueError, "worlds are 1-8"),
         (dict(regroup_every=-1), ValueError, "regroup_every"),
         (dict(regroup_every=2.0), TypeError, "regroup_every"),
+        (dict(seed=-1), ValueError, "seed must be at least 0"),
+        (dict(seed=1.5), TypeError, "seed must be an int"),
     ],
 )
 def test_bad_options_raise_clear_errors(kwargs, error, message):
