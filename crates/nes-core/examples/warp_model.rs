@@ -65,6 +65,11 @@
 //! `WARP_LOOPS=L` keeps the second pass of every loop of up to L instructions out of the traces
 //! (by default only loops of 1 and 3, as the kernels' fast-forwards run them): a bound on what
 //! running any tight loop at once would save.
+//! `WARP_START=FILE` starts every env from a nes-core save state instead (e.g. the Python env's
+//! World 1-1 start, `EnvState.console`), and `WARP_BUTTONS=FILE` presses recorded buttons instead
+//! of random ones: one byte per env and step, step-major (steps 0 to the last listed, by envs;
+//! env `i` the `i`-th env of the first step, whichever slot regrouping moves it to), such as a
+//! trained agent's.
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
 //! listed step (default 3,30,100,200) the 4 frames of that step are traced. The ROM comes from
@@ -604,8 +609,18 @@ fn main() {
         .get(1)
         .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
         .unwrap_or_else(|| vec![3, 30, 100, 200]);
-    let boot = smb::world_1_1();
+    let boot = match std::env::var_os("WARP_START") {
+        Some(path) => {
+            let rom = std::fs::read(smb::rom_dir().join("super-mario-bros.nes")).expect("super-mario-bros.nes");
+            let mut c = Console::new(&rom).expect("a valid ROM");
+            c.load_state(&std::fs::read(path).expect("WARP_START's file")).expect("a save state of this ROM");
+            c
+        }
+        None => smb::world_1_1(),
+    };
     let n = warps * WARP;
+    // Recorded buttons (`WARP_BUTTONS`), by step and env id.
+    let buttons: Option<Vec<u8>> = std::env::var_os("WARP_BUTTONS").map(|p| std::fs::read(p).expect("WARP_BUTTONS's file"));
     // Each env with its previous frame's instruction count and path hash (set before traced steps).
     // Each env carries its own action generator, so that regrouping moves its actions with it
     // and every regrouping mode plays the same games (until #169 the generator stayed with the
@@ -620,14 +635,19 @@ fn main() {
     let tie_by_id = std::env::var("WARP_TIE").is_ok_and(|v| v == "id");
     let mut eid: Vec<usize> = (0..n).collect();
     let last = steps.iter().copied().max().unwrap_or(0);
+    if let Some(b) = &buttons {
+        assert_eq!(b.len(), (last + 1) * n, "WARP_BUTTONS must hold steps 0..={last} of {n} envs");
+    }
     println!("{n} envs, protocol B; slots per warp-frame (mean over warps and the step's 4 frames)");
     println!(
         "{:>5} {:>8} {:>8} {:>9} {:>8} {:>8} {:>13} {:>13} {:>9}",
         "step", "work/32", "ideal", "aligned", "vote", "vote-sp", "aligned/ideal", "aligned/vote", "sp-across"
     );
     for step in 0..=last {
-        for (c, _, _, r) in envs.iter_mut() {
-            c.set_buttons(0, SIMPLE_MOVEMENT[(r.next() % 7) as usize]);
+        for ((c, _, _, r), &id) in envs.iter_mut().zip(&eid) {
+            let random = SIMPLE_MOVEMENT[(r.next() % 7) as usize];
+            let recorded = buttons.as_ref().map(|b| b[step * n + id]);
+            c.set_buttons(0, recorded.unwrap_or(random));
         }
         if !steps.contains(&step) {
             for (c, count, path, _) in envs.iter_mut() {
