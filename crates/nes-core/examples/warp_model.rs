@@ -620,7 +620,8 @@ fn main() {
     };
     let n = warps * WARP;
     // Recorded buttons (`WARP_BUTTONS`), by step and env id.
-    let buttons: Option<Vec<u8>> = std::env::var_os("WARP_BUTTONS").map(|p| std::fs::read(p).expect("WARP_BUTTONS's file"));
+    let buttons: Option<Vec<u8>> =
+        std::env::var_os("WARP_BUTTONS").map(|p| std::fs::read(p).expect("WARP_BUTTONS's file"));
     // Each env with its previous frame's instruction count and path hash (set before traced steps).
     // Each env carries its own action generator, so that regrouping moves its actions with it
     // and every regrouping mode plays the same games (until #169 the generator stayed with the
