@@ -4,10 +4,12 @@
 random actions.
 
 N envs of Super Mario Bros. on the CPU backend from nesle's World 1-1 start, the agent's sampled
-actions (seeded), frameskip 4, for STEPS steps. ``done="game_over"``, and the script reports how
-many episodes still ended (the env restarts those, the model's consoles play on: a replay is the
-agent's own trajectory only while that count is 0). Writes the start state (nes-core's save
-state, ``START``) and the buttons, one byte per env and step, step-major (``BUTTONS``).
+actions (seeded), frameskip 4, for STEPS steps. Writes the start state (nes-core's save state,
+``START``) and the buttons, one byte per env and step, step-major (``BUTTONS``). An episode
+ends as ``--done`` says (default ``game_over``) and the env restarts it from the start state;
+``--resets`` writes where (one byte per env and step, 1 where the env restarted after that
+step), for the model's ``WARP_RESETS``. Without it the replay is the agent's own trajectory only
+while no episode ended: the script reports how many did.
 
     python bench/agent_buttons.py runs/smb/agent.pt --envs 2048 --steps 201 \\
         --start /tmp/wm-start.bin --buttons /tmp/wm-agent-buttons.bin
@@ -33,9 +35,11 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--start", required=True, help="where to write the start state")
     p.add_argument("--buttons", required=True, help="where to write the buttons")
+    p.add_argument("--done", default="game_over", help="when an episode ends (SMB: life, stage, game_over)")
+    p.add_argument("--resets", help="where to write the steps after which each env restarted")
     args = p.parse_args()
 
-    env = nesle.make_vec("smb", args.envs, backend="cpu", obs="ram", done="game_over", seed=args.seed)
+    env = nesle.make_vec("smb", args.envs, backend="cpu", obs="ram", done=args.done, seed=args.seed)
     obs, _ = env.reset(seed=args.seed)
     starts = {env.save_state(i).console for i in range(args.envs)}
     if len(starts) != 1:
@@ -46,16 +50,20 @@ def main() -> int:
     generator = torch.Generator().manual_seed(args.seed)
     masks = np.asarray(env.button_masks, dtype=np.uint8)
     buttons = np.zeros((args.steps, args.envs), np.uint8)
+    resets = np.zeros((args.steps, args.envs), np.uint8)
     ended = 0
     t0 = time.perf_counter()
     for step in range(args.steps):
         action = agent.act(torch.as_tensor(obs), generator=generator).numpy()
         buttons[step] = masks[action]
         obs, _, terminated, truncated, _ = env.step(action)
-        ended += int(terminated.sum() + truncated.sum())
+        resets[step] = terminated | truncated
+        ended += int(resets[step].sum())
     buttons.tofile(args.buttons)
+    if args.resets:
+        resets.tofile(args.resets)
     print(f"{args.steps} steps x {args.envs} envs in {time.perf_counter() - t0:.0f} s; "
-          f"episodes ended (restarted by the env, not by the model): {ended}")  # fmt: skip
+          f"episodes ended (and restarted by the env): {ended}")  # fmt: skip
     return 0
 
 

@@ -69,7 +69,9 @@
 //! World 1-1 start, `EnvState.console`), and `WARP_BUTTONS=FILE` presses recorded buttons instead
 //! of random ones: one byte per env and step, step-major (steps 0 to the last listed, by envs;
 //! env `i` the `i`-th env of the first step, whichever slot regrouping moves it to), such as a
-//! trained agent's.
+//! trained agent's. `WARP_RESETS=FILE` (with `WARP_START`; the same shape, 1 where the recorded
+//! run restarted an env after that step) restarts those envs from the start state, as training
+//! does at each episode's end (bench/agent_buttons.py writes all three files).
 //! Super Mario Bros. from the first frame of World 1-1 (the benchmark's start), WARPS x 32 envs
 //! (default 16) with SIMPLE_MOVEMENT actions from a seeded generator every 4 frames; at each
 //! listed step (default 3,30,100,200) the 4 frames of that step are traced. The ROM comes from
@@ -609,11 +611,12 @@ fn main() {
         .get(1)
         .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
         .unwrap_or_else(|| vec![3, 30, 100, 200]);
-    let boot = match std::env::var_os("WARP_START") {
-        Some(path) => {
+    let start: Option<Vec<u8>> = std::env::var_os("WARP_START").map(|p| std::fs::read(p).expect("WARP_START's file"));
+    let boot = match &start {
+        Some(state) => {
             let rom = std::fs::read(smb::rom_dir().join("super-mario-bros.nes")).expect("super-mario-bros.nes");
             let mut c = Console::new(&rom).expect("a valid ROM");
-            c.load_state(&std::fs::read(path).expect("WARP_START's file")).expect("a save state of this ROM");
+            c.load_state(state).expect("a save state of this ROM");
             c
         }
         None => smb::world_1_1(),
@@ -622,6 +625,10 @@ fn main() {
     // Recorded buttons (`WARP_BUTTONS`), by step and env id.
     let buttons: Option<Vec<u8>> =
         std::env::var_os("WARP_BUTTONS").map(|p| std::fs::read(p).expect("WARP_BUTTONS's file"));
+    // Where the recorded run restarted envs (`WARP_RESETS`), by step and env id: after that step.
+    let resets: Option<Vec<u8>> =
+        std::env::var_os("WARP_RESETS").map(|p| std::fs::read(p).expect("WARP_RESETS's file"));
+    assert!(resets.is_none() || start.is_some(), "WARP_RESETS restarts envs from WARP_START's state");
     // Each env with its previous frame's instruction count and path hash (set before traced steps).
     // Each env carries its own action generator, so that regrouping moves its actions with it
     // and every regrouping mode plays the same games (until #169 the generator stayed with the
@@ -636,8 +643,10 @@ fn main() {
     let tie_by_id = std::env::var("WARP_TIE").is_ok_and(|v| v == "id");
     let mut eid: Vec<usize> = (0..n).collect();
     let last = steps.iter().copied().max().unwrap_or(0);
-    if let Some(b) = &buttons {
-        assert_eq!(b.len(), (last + 1) * n, "WARP_BUTTONS must hold steps 0..={last} of {n} envs");
+    for (name, file) in [("WARP_BUTTONS", &buttons), ("WARP_RESETS", &resets)] {
+        if let Some(b) = file {
+            assert_eq!(b.len(), (last + 1) * n, "{name} must hold steps 0..={last} of {n} envs");
+        }
     }
     println!("{n} envs, protocol B; slots per warp-frame (mean over warps and the step's 4 frames)");
     println!(
@@ -646,6 +655,9 @@ fn main() {
     );
     for step in 0..=last {
         for ((c, _, _, r), &id) in envs.iter_mut().zip(&eid) {
+            if step > 0 && resets.as_ref().is_some_and(|f| f[(step - 1) * n + id] != 0) {
+                c.load_state(start.as_ref().expect("checked above")).expect("the start state loaded before");
+            }
             let random = SIMPLE_MOVEMENT[(r.next() % 7) as usize];
             let recorded = buttons.as_ref().map(|b| b[step * n + id]);
             c.set_buttons(0, recorded.unwrap_or(random));
