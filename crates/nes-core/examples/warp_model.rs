@@ -611,23 +611,23 @@ fn main() {
         .get(1)
         .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
         .unwrap_or_else(|| vec![3, 30, 100, 200]);
-    let start: Option<Vec<u8>> = std::env::var_os("WARP_START").map(|p| std::fs::read(p).expect("WARP_START's file"));
+    // The bytes of the file an option names, if it is set.
+    let file = |name: &str| {
+        std::env::var_os(name).map(|p| std::fs::read(p).unwrap_or_else(|e| panic!("{name}'s file: {e}")))
+    };
+    let start = file("WARP_START");
     let boot = match &start {
         Some(state) => {
-            let rom = std::fs::read(smb::rom_dir().join("super-mario-bros.nes")).expect("super-mario-bros.nes");
-            let mut c = Console::new(&rom).expect("a valid ROM");
+            let mut c = smb::power_on();
             c.load_state(state).expect("a save state of this ROM");
             c
         }
         None => smb::world_1_1(),
     };
     let n = warps * WARP;
-    // Recorded buttons (`WARP_BUTTONS`), by step and env id.
-    let buttons: Option<Vec<u8>> =
-        std::env::var_os("WARP_BUTTONS").map(|p| std::fs::read(p).expect("WARP_BUTTONS's file"));
-    // Where the recorded run restarted envs (`WARP_RESETS`), by step and env id: after that step.
-    let resets: Option<Vec<u8>> =
-        std::env::var_os("WARP_RESETS").map(|p| std::fs::read(p).expect("WARP_RESETS's file"));
+    // Recorded buttons, and where the recorded run restarted envs (after that step); by step and env id.
+    let buttons = file("WARP_BUTTONS");
+    let resets = file("WARP_RESETS");
     assert!(resets.is_none() || start.is_some(), "WARP_RESETS restarts envs from WARP_START's state");
     // Each env with its previous frame's instruction count and path hash (set before traced steps).
     // Each env carries its own action generator, so that regrouping moves its actions with it

@@ -16,12 +16,18 @@ pub fn rom_dir() -> PathBuf {
     }
 }
 
+/// Super Mario Bros. from [`rom_dir`], just powered on.
+#[allow(dead_code)]
+pub fn power_on() -> Console {
+    let rom = std::fs::read(rom_dir().join("super-mario-bros.nes")).expect("super-mario-bros.nes (set NESLE_ROM_DIR)");
+    Console::new(&rom).expect("a valid ROM")
+}
+
 /// Super Mario Bros. from [`rom_dir`], booted with one press of Start to the first frame of
 /// play in World 1-1 (the GPU benchmark's start).
 #[allow(dead_code)]
 pub fn world_1_1() -> Console {
-    let rom = std::fs::read(rom_dir().join("super-mario-bros.nes")).expect("super-mario-bros.nes (set NESLE_ROM_DIR)");
-    let mut c = Console::new(&rom).expect("a valid ROM");
+    let mut c = power_on();
     for frame in 0..1200 {
         c.set_buttons(0, if (40..42).contains(&frame) { 0x08 } else { 0 });
         c.run_frame();
