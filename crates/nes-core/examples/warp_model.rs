@@ -62,6 +62,9 @@
 //! `WARP_ORACLE=1` (any mode) prints for each frame its slowest warp in the order it ran against
 //! orders made from the frame's own traces, which no batch knows before the frame
 //! (`oracle_costs`): a bound on what any regrouping key could do.
+//! `WARP_NARROW=L` (any mode) prints for each frame the slowest warp when the last T warps' envs
+//! (the longest, by the last frame's count) are dealt L to a warp (`narrow_lanes`): narrower
+//! warps for the long envs, a launch of more warps.
 //! `WARP_LOOPS=L` keeps the second pass of every loop of up to L instructions out of the traces
 //! (by default only loops of 1 and 3, as the kernels' fast-forwards run them): a bound on what
 //! running any tight loop at once would save.
@@ -267,6 +270,16 @@ fn tail_slowest(traces: &[Vec<Slot>], tail: usize, spare: usize) -> u64 {
         from = to;
     }
     slowest
+}
+
+/// The envs a warp of the batch's longest holds with `WARP_NARROW=L` (1, 2, 4, 8 or 16).
+fn narrow_lanes() -> Option<usize> {
+    static L: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *L.get_or_init(|| {
+        let lanes = std::env::var("WARP_NARROW").ok()?.parse().ok()?;
+        assert!(matches!(lanes, 1 | 2 | 4 | 8 | 16), "WARP_NARROW is 1, 2, 4, 8 or 16 envs a warp");
+        Some(lanes)
+    })
 }
 
 /// The kernel's frame: `parts()` parts of equal CPU time (kernels' NESLE_PHASES) out of a frame's
@@ -820,6 +833,16 @@ fn main() {
                 longest as f64 / mean_len
             );
             eprintln!("step {step} frame {f}: the slowest warp's envs' instructions {slowest_lens:?}");
+            if let Some(lanes) = narrow_lanes() {
+                // The last T warps' envs (the longest, by the last frame's count) dealt `lanes`
+                // to a warp: more warps, each holding fewer of the long envs' diverging paths.
+                let tails: Vec<String> = [0, 1, 2, 4, 8, 16, 32]
+                    .iter()
+                    .filter(|&&t| t <= warps)
+                    .map(|&t| format!("{t}:{}", tail_slowest(&traces, t, t * (WARP / lanes - 1))))
+                    .collect();
+                eprintln!("step {step} frame {f}: narrow {lanes}: slowest warp with the last T warps' envs {lanes} a warp (T:rounds) {}", tails.join(" "));
+            }
             if regroup == "frame" {
                 // The spare lanes of a launch whose blocks fill every SM (132 SMs for 128 full
                 // blocks: warps / 32 spare warps) given to the slowest warps.
