@@ -63,8 +63,8 @@
 //! orders made from the frame's own traces, which no batch knows before the frame
 //! (`oracle_costs`): a bound on what any regrouping key could do.
 //! `WARP_NARROW=L` (any mode) prints for each frame the slowest warp when the last T warps' envs
-//! (the longest, by the last frame's count) are dealt L to a warp (`narrow_lanes`): narrower
-//! warps for the long envs, a launch of more warps.
+//! (in the modes that sort by count, the longest in the last frame) are dealt L to a warp
+//! (`narrow_lanes`): narrower warps for the long envs, a launch of more warps.
 //! `WARP_LOOPS=L` keeps the second pass of every loop of up to L instructions out of the traces
 //! (by default only loops of 1 and 3, as the kernels' fast-forwards run them): a bound on what
 //! running any tight loop at once would save.
@@ -276,9 +276,9 @@ fn tail_slowest(traces: &[Vec<Slot>], tail: usize, spare: usize) -> u64 {
 fn narrow_lanes() -> Option<usize> {
     static L: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     *L.get_or_init(|| {
-        let lanes = std::env::var("WARP_NARROW").ok()?.parse().ok()?;
-        assert!(matches!(lanes, 1 | 2 | 4 | 8 | 16), "WARP_NARROW is 1, 2, 4, 8 or 16 envs a warp");
-        Some(lanes)
+        let lanes = std::env::var("WARP_NARROW").ok()?.parse().ok();
+        assert!(matches!(lanes, Some(1 | 2 | 4 | 8 | 16)), "WARP_NARROW is 1, 2, 4, 8 or 16 envs a warp");
+        lanes
     })
 }
 
@@ -834,8 +834,8 @@ fn main() {
             );
             eprintln!("step {step} frame {f}: the slowest warp's envs' instructions {slowest_lens:?}");
             if let Some(lanes) = narrow_lanes() {
-                // The last T warps' envs (the longest, by the last frame's count) dealt `lanes`
-                // to a warp: more warps, each holding fewer of the long envs' diverging paths.
+                // The last T warps' envs (in a count order, the longest in the last frame) dealt
+                // `lanes` to a warp: more warps, each holding fewer of the long envs' diverging paths.
                 let tails: Vec<String> = [0, 1, 2, 4, 8, 16, 32]
                     .iter()
                     .filter(|&&t| t <= warps)
