@@ -21,10 +21,13 @@
 # ENVS_DIV envs (65536), WU_DIV + ST_DIV steps (30 + 25), kernels compiled at run time;
 # "profile" (not in the default) asks ncu for the threads active per instruction, the stall
 # reasons, occupancy and cache hit rates of one protocol A and one protocol B launch late in an
-# episode (around step 30) at 65,536 envs; "source" (not in the default) takes ncu's per-instruction
-# counters of one A and one B launch (ENVS_SRC envs, default 8,192) and, with the build's
-# fatbin next to the benchmark binary (or NESLE_FATBIN) and cuobjdump/nvdisasm on PATH, sums
-# them per device function (bench/sass_profile.py).
+# episode (the first frame of step PROFILE_STEP, default 30; B's later steps weigh more in the
+# full protocol: 200 is its last) at 65,536 envs; "source" (not in the default) takes ncu's
+# per-instruction counters of one A and one B launch of the same step (ENVS_SRC envs, default
+# 8,192; at 4,096 each warp runs alone on its scheduler) and, with the build's fatbin next to the
+# benchmark binary (or NESLE_FATBIN) and cuobjdump/nvdisasm on PATH, or an sm_90 cubin of the
+# same kernels and nvcc (NESLE_CUBIN) and nvdisasm, sums them per device function
+# (bench/sass_profile.py).
 set -u
 B=${1:-target/release/nesle-bench-gpu}
 OUT=${OUT:-gpu-checks}
@@ -117,35 +120,42 @@ if part profile; then
   # Where a launch's time goes, lockstep (A) against diverged (B), one launch each late in the episode.
   for p in A B; do
     # B runs a launch a frame (4 a step); A, once its order settles, one a step (#175).
-    skip=120; [ $p = A ] && skip=30
+    ps=${PROFILE_STEP:-30}
+    skip=$((4 * ps)); [ $p = A ] && skip=$ps
     step "ncu: one $p launch late in the episode (after ${skip} launches), 65,536 envs"
     timeout 250 ncu -k nesle_step --launch-skip $skip --launch-count 1 --section WarpStateStats --section LaunchStats \
       --section Occupancy --section SchedulerStats --section MemoryWorkloadAnalysis \
       --metrics "smsp__thread_inst_executed_per_inst_executed.ratio,smsp__inst_executed.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
-      "$B" --envs 65536 --protocols $p --warmup 31 --steps 1 --rom "$SMB" > "$OUT/ncu-$p.txt" 2>&1
+      "$B" --envs 65536 --protocols $p --warmup $((ps + 1)) --steps 1 --rom "$SMB" > "$OUT/ncu-$p.txt" 2>&1
     grep -q "==ERROR==" "$OUT/ncu-$p.txt" && cat "$OUT/ncu-$p.txt" | head -5
     grep -E "thread_inst_executed_per|inst_executed.sum|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|stalled|Hit Rate|Duration|Issued Warp" "$OUT/ncu-$p.txt"
   done
 fi
 if part source; then
   for p in A B; do
-    skip=120; [ $p = A ] && skip=30  # as in "profile"
+    ps=${PROFILE_STEP:-30}
+    skip=$((4 * ps)); [ $p = A ] && skip=$ps  # as in "profile"
     step "ncu source counters: one $p launch late in the episode (after ${skip} launches), ${ENVS_SRC:-8192} envs"
     timeout 200 ncu -k nesle_step --launch-skip $skip --launch-count 1 --section SourceCounters --import-source no -f \
-      -o "$OUT/src-$p" "$B" --envs ${ENVS_SRC:-8192} --protocols $p --warmup 31 --steps 1 --rom "$SMB" > "$OUT/src-$p.log" 2>&1
+      -o "$OUT/src-$p" "$B" --envs ${ENVS_SRC:-8192} --protocols $p --warmup $((ps + 1)) --steps 1 --rom "$SMB" > "$OUT/src-$p.log" 2>&1
     timeout 120 ncu -i "$OUT/src-$p.ncu-rep" --page source --csv --print-source sass > "$OUT/src-$p.csv" 2>> "$OUT/src-$p.log"
     tail -2 "$OUT/src-$p.log"
   done
+  # The sm_90 code the counters ran: NESLE_CUBIN, or taken out of the build's fatbin.
+  CUBIN=${NESLE_CUBIN:-}
   FATBIN=${NESLE_FATBIN:-$(dirname "$B")/nesle.fatbin}
-  if [ -f "$FATBIN" ] && command -v cuobjdump > /dev/null && command -v nvdisasm > /dev/null; then
+  if [ -z "$CUBIN" ] && [ -f "$FATBIN" ] && command -v cuobjdump > /dev/null; then
     mkdir -p "$OUT/cubin" && (cd "$OUT/cubin" && cuobjdump -xelf sm_90 "$(realpath "$FATBIN")" > /dev/null)
-    nvdisasm -c "$(ls "$OUT"/cubin/*.cubin | head -1)" > "$OUT/sass-sm_90.txt"
+    CUBIN=$(ls "$OUT"/cubin/*.cubin | head -1)
+  fi
+  if [ -n "$CUBIN" ] && command -v nvdisasm > /dev/null; then
+    nvdisasm -c "$CUBIN" > "$OUT/sass-sm_90.txt"
     for p in A B; do
       python3 bench/sass_profile.py "$OUT/src-$p.csv" "$OUT/sass-sm_90.txt" --calls > "$OUT/functions-$p.txt" 2>&1
       echo "protocol $p:"; head -16 "$OUT/functions-$p.txt"
     done
   else
-    echo "no fatbin ($FATBIN) or no cuobjdump/nvdisasm: the CSVs in $OUT need bench/sass_profile.py elsewhere"
+    echo "no cubin (NESLE_CUBIN, or the fatbin $FATBIN and cuobjdump) or no nvdisasm: the CSVs in $OUT need bench/sass_profile.py elsewhere"
   fi
 fi
 step done
