@@ -39,6 +39,7 @@ export NESLE_SYNC_TIMEOUT=${NESLE_SYNC_TIMEOUT:-120}
 T0=$(date +%s)
 step() { echo "[+$(( $(date +%s) - T0 ))s] $1"; }
 PARTS=,${PARTS:-checks,pytest,bench,python},
+PS=${PROFILE_STEP:-30}  # the step "profile" and "source" take their launch from
 part() { [[ $PARTS == *,$1,* ]]; }
 # check NAME FILE LINES SECONDS CMD...: runs CMD under `timeout SECONDS` with its output in FILE,
 # shows FILE's last LINES lines, and counts a non-zero exit as a failed check: a mismatch, a
@@ -120,24 +121,22 @@ if part profile; then
   # Where a launch's time goes, lockstep (A) against diverged (B), one launch each late in the episode.
   for p in A B; do
     # B runs a launch a frame (4 a step); A, once its order settles, one a step (#175).
-    ps=${PROFILE_STEP:-30}
-    skip=$((4 * ps)); [ $p = A ] && skip=$ps
+    skip=$((4 * PS)); [ $p = A ] && skip=$PS
     step "ncu: one $p launch late in the episode (after ${skip} launches), 65,536 envs"
     timeout 250 ncu -k nesle_step --launch-skip $skip --launch-count 1 --section WarpStateStats --section LaunchStats \
       --section Occupancy --section SchedulerStats --section MemoryWorkloadAnalysis \
       --metrics "smsp__thread_inst_executed_per_inst_executed.ratio,smsp__inst_executed.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
-      "$B" --envs 65536 --protocols $p --warmup $((ps + 1)) --steps 1 --rom "$SMB" > "$OUT/ncu-$p.txt" 2>&1
+      "$B" --envs 65536 --protocols $p --warmup $((PS + 1)) --steps 1 --rom "$SMB" > "$OUT/ncu-$p.txt" 2>&1
     grep -q "==ERROR==" "$OUT/ncu-$p.txt" && cat "$OUT/ncu-$p.txt" | head -5
     grep -E "thread_inst_executed_per|inst_executed.sum|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|stalled|Hit Rate|Duration|Issued Warp" "$OUT/ncu-$p.txt"
   done
 fi
 if part source; then
   for p in A B; do
-    ps=${PROFILE_STEP:-30}
-    skip=$((4 * ps)); [ $p = A ] && skip=$ps  # as in "profile"
+    skip=$((4 * PS)); [ $p = A ] && skip=$PS  # as in "profile"
     step "ncu source counters: one $p launch late in the episode (after ${skip} launches), ${ENVS_SRC:-8192} envs"
     timeout 200 ncu -k nesle_step --launch-skip $skip --launch-count 1 --section SourceCounters --import-source no -f \
-      -o "$OUT/src-$p" "$B" --envs ${ENVS_SRC:-8192} --protocols $p --warmup $((ps + 1)) --steps 1 --rom "$SMB" > "$OUT/src-$p.log" 2>&1
+      -o "$OUT/src-$p" "$B" --envs ${ENVS_SRC:-8192} --protocols $p --warmup $((PS + 1)) --steps 1 --rom "$SMB" > "$OUT/src-$p.log" 2>&1
     timeout 120 ncu -i "$OUT/src-$p.ncu-rep" --page source --csv --print-source sass > "$OUT/src-$p.csv" 2>> "$OUT/src-$p.log"
     tail -2 "$OUT/src-$p.log"
   done
