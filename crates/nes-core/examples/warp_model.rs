@@ -462,6 +462,91 @@ fn merged_supersequence(traces: &[&[Slot]]) -> u64 {
     rounds
 }
 
+/// Each slot's place in the program as a call path: the addresses of the calls (JSR, BRK) and of
+/// the instructions interrupted (an NMI or IRQ taken after them) that the env is inside,
+/// outermost first, then its PC. A call is left when the stack rises above where it put its
+/// return address, by RTS, RTI or pulls (SMB's jump tables pull a JSR's address and jump). A
+/// frame that starts inside an interrupt handler starts below an unknown interrupted place,
+/// taken as after any place not yet interrupted (`0xffff`).
+fn call_paths(t: &[Slot]) -> Vec<Vec<u16>> {
+    // Each call's address and the stack pointer inside it.
+    let mut path: Vec<(u16, u8)> = match t.first() {
+        Some(s) if s.sp <= 0xfc => vec![(0xffff, s.sp)],
+        _ => Vec::new(),
+    };
+    let mut out = Vec::with_capacity(t.len());
+    for (i, s) in t.iter().enumerate() {
+        out.push(path.iter().map(|&(at, _)| at).chain([s.pc]).collect());
+        let Some(next) = t.get(i + 1) else { break };
+        // The stack's change the instruction makes by itself; 3 more down is an interrupt taken after it.
+        let own: i32 = match s.op {
+            0x20 => -2,
+            0x60 => 2,
+            0x40 => 3,
+            0x48 | 0x08 => -1,
+            0x68 | 0x28 => 1,
+            0x00 => -3,
+            _ => 0,
+        };
+        let after = (s.sp as i32 + own) as u8;
+        while path.last().is_some_and(|&(_, inside)| after > inside) {
+            path.pop();
+        }
+        if matches!(s.op, 0x20 | 0x00) {
+            path.push((s.pc, after));
+        }
+        if s.op != 0x9a && next.sp as i32 - s.sp as i32 == own - 3 {
+            path.push((s.pc, next.sp));
+        }
+    }
+    out
+}
+
+/// Rounds of a vote by call path (`call_paths`): each round the threads at the (stack, PC) of the
+/// lowest path run. A thread whose path is a prefix of another's (at the call the other made,
+/// or not yet interrupted) runs first; at the first level where two paths differ, the lower
+/// address runs first, as the lowest PC does inside one subroutine.
+fn path_cost(traces: &[&[Slot]]) -> u64 {
+    let keys: Vec<Vec<Vec<u16>>> = traces.iter().map(|t| call_paths(t)).collect();
+    let mut at = vec![0usize; traces.len()];
+    let mut rounds = 0;
+    while let Some(j) = (0..traces.len()).filter(|&j| at[j] < traces[j].len()).min_by(|&a, &b| keys[a][at[a]].cmp(&keys[b][at[b]])) {
+        let (sp, pc) = (traces[j][at[j]].sp, traces[j][at[j]].pc);
+        rounds += 1;
+        for (t, i) in traces.iter().zip(at.iter_mut()) {
+            if t.get(*i).is_some_and(|s| (s.sp, s.pc) == (sp, pc)) {
+                *i += 1;
+            }
+        }
+    }
+    rounds
+}
+
+/// Rounds of the (stack, PC) vote, except that a thread at the call (or the interrupted place)
+/// another thread is inside, by `call_paths`, runs first: it is behind that thread on one path.
+fn behind_cost(traces: &[&[Slot]]) -> u64 {
+    let keys: Vec<Vec<Vec<u16>>> = traces.iter().map(|t| call_paths(t)).collect();
+    let mut at = vec![0usize; traces.len()];
+    let mut rounds = 0;
+    let live = |at: &[usize]| (0..traces.len()).filter(|&j| at[j] < traces[j].len()).collect::<Vec<_>>();
+    loop {
+        let running = live(&at);
+        let behind = |j: usize| {
+            let mine = &keys[j][at[j]];
+            running.iter().any(|&k| k != j && keys[k][at[k]].len() > mine.len() && keys[k][at[k]].starts_with(mine))
+        };
+        let Some(j) = running.iter().copied().min_by_key(|&j| (!behind(j), traces[j][at[j]].sp, traces[j][at[j]].pc)) else { break };
+        let (sp, pc) = (traces[j][at[j]].sp, traces[j][at[j]].pc);
+        rounds += 1;
+        for (t, i) in traces.iter().zip(at.iter_mut()) {
+            if t.get(*i).is_some_and(|s| (s.sp, s.pc) == (sp, pc)) {
+                *i += 1;
+            }
+        }
+    }
+    rounds
+}
+
 /// A warp's rounds in one part, from its envs' slots and clocks there.
 type PartCost<'a> = dyn Fn(&[&[Slot]], &[&[u64]]) -> u64 + 'a;
 
@@ -470,8 +555,9 @@ type PartCost<'a> = dyn Fn(&[&[Slot]], &[&[u64]]) -> u64 + 'a;
 /// over the frame's parts (the kernel's barriers, each warp on its own as #187's slack lets it).
 /// The orders: the CPU cycle first, or its bucket of 2^B cycles; the frame's first instruction
 /// first; held at back edges (`held_cost`); by the subroutine calls made so far, or their
-/// bucket of 2^B; one instruction ahead, at jumps or everywhere; aged (`aged_cost`); by the PCs'
-/// learned places (`Ranks`, from the frames traced before), after the stack or alone. Then the
+/// bucket of 2^B; by call path (`path_cost`); one instruction ahead, at jumps or everywhere; aged
+/// (`aged_cost`); by the PCs' learned places (`Ranks`, from the frames traced before), after the
+/// stack or alone. Then the
 /// kernel order's slowest warp with hindsight (each part `merged_supersequence`'s order or the
 /// vote's, the shorter), the launch with every warp so (an order no vote knows as it runs, but
 /// one a warp could take), and the largest pairwise bound (`pairwise_bound`) over the warps,
@@ -522,6 +608,8 @@ fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks) -> Stri
         let next: Vec<&[u64]> = next.iter().map(Vec::as_slice).collect();
         ordered_cost(t, &next, |s, n, _| (n, s.sp, s.pc))
     };
+    add("call path", launch(&|t, _| path_cost(t)).0);
+    add("behind first", launch(&|t, _| behind_cost(t)).0);
     add("jumps ahead", launch(&|t, _| ahead(t, false)).0);
     add("all ahead", launch(&|t, _| ahead(t, true)).0);
     for patience in [64u64, 256, 1024] {
@@ -1269,5 +1357,31 @@ mod tests {
         let same = vec![slots(&[5, 3, 9, 3, 1]); 4];
         let refs: Vec<&[Slot]> = same.iter().map(Vec::as_slice).collect();
         assert_eq!((merged_supersequence(&refs), pairwise_bound(&refs)), (5, 5));
+    }
+
+    #[test]
+    fn a_call_path_follows_calls_returns_pulls_and_interrupts() {
+        let slot = |pc: u16, op: u8, sp: u8| Slot { pc, op, sp };
+        let t = [
+            slot(0x8000, 0x20, 0xff), // JSR $9000
+            slot(0x9000, 0x20, 0xfd), // JSR $A000
+            slot(0xa000, 0x68, 0xfb), // PLA, PLA: a jump table drops the call's address
+            slot(0xa001, 0x68, 0xfc),
+            slot(0xa002, 0xea, 0xfd), // NOP, then an NMI is taken
+            slot(0xc000, 0x40, 0xfa), // RTI
+            slot(0xa003, 0x60, 0xfd), // RTS
+            slot(0x8003, 0xea, 0xff),
+        ];
+        let want: [&[u16]; 8] = [
+            &[0x8000],
+            &[0x8000, 0x9000],
+            &[0x8000, 0x9000, 0xa000],
+            &[0x8000, 0xa001], // the first pull leaves the call
+            &[0x8000, 0xa002],
+            &[0x8000, 0xa002, 0xc000],
+            &[0x8000, 0xa003],
+            &[0x8003],
+        ];
+        assert_eq!(call_paths(&t), want.map(<[u16]>::to_vec));
     }
 }
