@@ -555,12 +555,12 @@ type PartCost<'a> = dyn Fn(&[&[Slot]], &[&[u64]]) -> u64 + 'a;
 /// over the frame's parts (the kernel's barriers, each warp on its own as #187's slack lets it).
 /// The orders: the CPU cycle first, or its bucket of 2^B cycles; the frame's first instruction
 /// first; held at back edges (`held_cost`); by the subroutine calls made so far, or their
-/// bucket of 2^B; by call path (`path_cost`); one instruction ahead, at jumps or everywhere; aged
-/// (`aged_cost`); by the PCs' learned places (`Ranks`, from the frames traced before), after the
-/// stack or alone. Then the
-/// kernel order's slowest warp with hindsight (each part `merged_supersequence`'s order or the
-/// vote's, the shorter), the launch with every warp so (an order no vote knows as it runs, but
-/// one a warp could take), and the largest pairwise bound (`pairwise_bound`) over the warps,
+/// bucket of 2^B; by call path (`path_cost`), or a thread behind another's call first
+/// (`behind_cost`); one instruction ahead, at jumps or everywhere; aged (`aged_cost`); by the
+/// PCs' learned places (`Ranks`, from the frames traced before), after the stack or alone. Then
+/// the kernel order's slowest warp with hindsight (each part `merged_supersequence`'s order or
+/// the vote's, the shorter), the launch with every warp so (an order no vote knows as it runs,
+/// but one a warp could take), and the largest pairwise bound (`pairwise_bound`) over the warps,
 /// below which no order takes the launch.
 fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks) -> String {
     let part = FRAME_CYCLES / parts();
@@ -597,6 +597,8 @@ fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks) -> Stri
     for shift in [0u32, 2] {
         add(&format!("calls>>{shift}"), launch(&|t, _| by_calls(t, shift)).0);
     }
+    add("call path", launch(&|t, _| path_cost(t)).0);
+    add("behind first", launch(&|t, _| behind_cost(t)).0);
     // Looking one instruction ahead: a thread at a JMP or JSR (or at any instruction) votes the
     // (stack, PC) it goes to, so one about to jump into code that others run joins them first.
     let ahead = |t: &[&[Slot]], every: bool| {
@@ -608,8 +610,6 @@ fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks) -> Stri
         let next: Vec<&[u64]> = next.iter().map(Vec::as_slice).collect();
         ordered_cost(t, &next, |s, n, _| (n, s.sp, s.pc))
     };
-    add("call path", launch(&|t, _| path_cost(t)).0);
-    add("behind first", launch(&|t, _| behind_cost(t)).0);
     add("jumps ahead", launch(&|t, _| ahead(t, false)).0);
     add("all ahead", launch(&|t, _| ahead(t, true)).0);
     for patience in [64u64, 256, 1024] {
