@@ -281,9 +281,11 @@ fn tail_slowest(traces: &[Vec<Slot>], tail: usize, spare: usize) -> u64 {
 fn ordered_cost<K: Ord + Copy>(traces: &[&[Slot]], clocks: &[&[u64]], order: impl Fn(&Slot, u64, usize) -> K) -> u64 {
     let mut at = vec![0usize; traces.len()];
     let mut rounds = 0;
-    while let Some((_, sp, pc)) =
-        traces.iter().zip(clocks).zip(&at).filter_map(|((t, c), &i)| t.get(i).map(|s| (order(s, c[i], i), s.sp, s.pc))).min()
-    {
+    let next = |at: &[usize]| {
+        let heads = traces.iter().zip(clocks).zip(at);
+        heads.filter_map(|((t, c), &i)| t.get(i).map(|s| (order(s, c[i], i), s.sp, s.pc))).min()
+    };
+    while let Some((_, sp, pc)) = next(&at) {
         rounds += 1;
         for (t, i) in traces.iter().zip(at.iter_mut()) {
             if t.get(*i).is_some_and(|s| (s.sp, s.pc) == (sp, pc)) {
@@ -373,6 +375,84 @@ impl Ranks {
     }
 }
 
+/// The code's order as the frames traced so far ran it, for a vote by it (thread frontiers): a
+/// reverse post-order of the control flow seen inside subroutines (a call is an edge past it, to
+/// the instruction after the JSR), from every place code was entered (frame starts, call and
+/// interrupt targets). Code a path reaches later orders after it, loops aside, whatever the
+/// addresses, where the lowest PC assumes that later code lies at higher addresses.
+struct Flow {
+    succ: std::collections::BTreeMap<u16, std::collections::BTreeSet<u16>>,
+    entries: std::collections::BTreeSet<u16>,
+    order: Vec<u32>,
+    /// Whether the flow goes into calls and back (JSR to the subroutine, RTS to the caller) too.
+    through_calls: bool,
+}
+
+impl Flow {
+    fn new(through_calls: bool) -> Self {
+        Flow { succ: Default::default(), entries: Default::default(), order: vec![0; 1 << 16], through_calls }
+    }
+
+    fn learn(&mut self, traces: &[Vec<Slot>]) {
+        for t in traces {
+            if let Some(s) = t.first() {
+                self.entries.insert(s.pc);
+            }
+            for w in t.windows(2) {
+                let (a, b) = (w[0], w[1]);
+                let moved = b.sp as i32 - a.sp as i32;
+                match a.op {
+                    0x20 => {
+                        self.entries.insert(b.pc);
+                        self.succ.entry(a.pc).or_default().insert(a.pc.wrapping_add(3));
+                        if self.through_calls {
+                            self.succ.entry(a.pc).or_default().insert(b.pc);
+                        }
+                    }
+                    0x60 | 0x40 if self.through_calls => {
+                        self.succ.entry(a.pc).or_default().insert(b.pc);
+                    }
+                    0x60 | 0x40 | 0x00 => {}
+                    _ if moved.abs() <= 1 => {
+                        self.succ.entry(a.pc).or_default().insert(b.pc);
+                    }
+                    // An interrupt taken after the instruction.
+                    _ => {
+                        self.entries.insert(b.pc);
+                    }
+                }
+            }
+        }
+        // Post-order by an explicit stack, entries and successors by address; unseen code ranks first.
+        let mut post: Vec<u16> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for &root in &self.entries {
+            if !seen.insert(root) {
+                continue;
+            }
+            // Each node with its successors left to visit, the lowest address popped first.
+            let successors = |n: u16| -> Vec<u16> {
+                self.succ.get(&n).map(|m| m.iter().rev().copied().collect()).unwrap_or_default()
+            };
+            let mut stack: Vec<(u16, Vec<u16>)> = vec![(root, successors(root))];
+            while let Some((node, next)) = stack.last_mut() {
+                if let Some(n) = next.pop() {
+                    if seen.insert(n) {
+                        stack.push((n, successors(n)));
+                    }
+                } else {
+                    post.push(*node);
+                    stack.pop();
+                }
+            }
+        }
+        self.order = vec![0; 1 << 16];
+        for (i, &pc) in post.iter().rev().enumerate() {
+            self.order[pc as usize] = i as u32 + 1;
+        }
+    }
+}
+
 /// The longest common subsequence's length, 64 cells at once (Hyyro's bit-parallel form of the
 /// Allison-Dix recurrence: a zero bit of `v` is a match that lengthens it).
 fn lcs(a: &[u32], b: &[u32]) -> usize {
@@ -428,7 +508,8 @@ fn merged_supersequence(traces: &[&[Slot]]) -> u64 {
         let mut d = vec![0u16; (n + 1) * w];
         for i in (0..n).rev() {
             for j in (0..m).rev() {
-                d[i * w + j] = if merged[i] == t[j] { d[(i + 1) * w + j + 1] + 1 } else { d[(i + 1) * w + j].max(d[i * w + j + 1]) };
+                let (skip_mine, skip_theirs) = (d[(i + 1) * w + j], d[i * w + j + 1]);
+                d[i * w + j] = if merged[i] == t[j] { d[(i + 1) * w + j + 1] + 1 } else { skip_mine.max(skip_theirs) };
             }
         }
         let mut out = Vec::with_capacity(n + m);
@@ -510,7 +591,8 @@ fn path_cost(traces: &[&[Slot]]) -> u64 {
     let keys: Vec<Vec<Vec<u16>>> = traces.iter().map(|t| call_paths(t)).collect();
     let mut at = vec![0usize; traces.len()];
     let mut rounds = 0;
-    while let Some(j) = (0..traces.len()).filter(|&j| at[j] < traces[j].len()).min_by(|&a, &b| keys[a][at[a]].cmp(&keys[b][at[b]])) {
+    let lowest = |at: &[usize]| (0..traces.len()).filter(|&j| at[j] < traces[j].len()).min_by_key(|&j| &keys[j][at[j]]);
+    while let Some(j) = lowest(&at) {
         let (sp, pc) = (traces[j][at[j]].sp, traces[j][at[j]].pc);
         rounds += 1;
         for (t, i) in traces.iter().zip(at.iter_mut()) {
@@ -535,7 +617,8 @@ fn behind_cost(traces: &[&[Slot]]) -> u64 {
             let mine = &keys[j][at[j]];
             running.iter().any(|&k| k != j && keys[k][at[k]].len() > mine.len() && keys[k][at[k]].starts_with(mine))
         };
-        let Some(j) = running.iter().copied().min_by_key(|&j| (!behind(j), traces[j][at[j]].sp, traces[j][at[j]].pc)) else { break };
+        let key = |j: usize| (!behind(j), traces[j][at[j]].sp, traces[j][at[j]].pc);
+        let Some(j) = running.iter().copied().min_by_key(|&j| key(j)) else { break };
         let (sp, pc) = (traces[j][at[j]].sp, traces[j][at[j]].pc);
         rounds += 1;
         for (t, i) in traces.iter().zip(at.iter_mut()) {
@@ -557,12 +640,13 @@ type PartCost<'a> = dyn Fn(&[&[Slot]], &[&[u64]]) -> u64 + 'a;
 /// first; held at back edges (`held_cost`); by the subroutine calls made so far, or their
 /// bucket of 2^B; by call path (`path_cost`), or a thread behind another's call first
 /// (`behind_cost`); one instruction ahead, at jumps or everywhere; aged (`aged_cost`); by the
-/// PCs' learned places (`Ranks`, from the frames traced before), after the stack or alone. Then
-/// the kernel order's slowest warp with hindsight (each part `merged_supersequence`'s order or
-/// the vote's, the shorter), the launch with every warp so (an order no vote knows as it runs,
-/// but one a warp could take), and the largest pairwise bound (`pairwise_bound`) over the warps,
-/// below which no order takes the launch.
-fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks) -> String {
+/// PCs' learned places (`Ranks`, from the frames traced before), after the stack or alone; by
+/// the code's flow (`Flow`, from the frames traced before) after the stack, or through calls
+/// alone or after the stack. Then the kernel order's slowest warp with hindsight (each part
+/// `merged_supersequence`'s order or the vote's, the shorter), the launch with every warp so (an
+/// order no vote knows as it runs, but one a warp could take), and the largest pairwise bound
+/// (`pairwise_bound`) over the warps, below which no order takes the launch.
+fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks, flow: &Flow, whole_flow: &Flow) -> String {
     let part = FRAME_CYCLES / parts();
     // Warp `w`'s rounds under `cost`, part by part.
     let warp_parts = |w: usize, cost: &PartCost| -> u64 {
@@ -581,7 +665,9 @@ fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks) -> Stri
     let launch = |cost: &PartCost| (0..warps).map(|w| (warp_parts(w, cost), w)).max().unwrap_or((0, 0));
     let (base, slowest) = launch(&|t, c| ordered_cost(t, c, |s, _, _| (s.sp, s.pc)));
     let mut cells = vec![format!("(stack, PC) {base}")];
-    let mut add = |name: &str, rounds: u64| cells.push(format!("{name} {rounds} ({:.3}x)", rounds as f64 / base.max(1) as f64));
+    let mut add = |name: &str, rounds: u64| {
+        cells.push(format!("{name} {rounds} ({:.3}x)", rounds as f64 / base.max(1) as f64));
+    };
     add("cycle", launch(&|t, c| ordered_cost(t, c, |s, cy, _| (cy, s.sp, s.pc))).0);
     for b in [8u32, 10] {
         add(&format!("cycle>>{b}"), launch(&|t, c| ordered_cost(t, c, |s, cy, _| (cy >> b, s.sp, s.pc))).0);
@@ -590,7 +676,10 @@ fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks) -> Stri
     add("held", launch(&|t, _| held_cost(t)).0);
     // The subroutine calls (JSR) a thread made so far in the part, a clock that loops do not wind.
     let by_calls = |t: &[&[Slot]], shift: u32| {
-        let calls: Vec<Vec<u64>> = t.iter().map(|t| t.iter().scan(0, |n, s| Some(std::mem::replace(n, *n + (s.op == 0x20) as u64))).collect()).collect();
+        let so_far = |t: &[Slot]| {
+            t.iter().scan(0, |n, s| Some(std::mem::replace(n, *n + (s.op == 0x20) as u64))).collect()
+        };
+        let calls: Vec<Vec<u64>> = t.iter().map(|t| so_far(t)).collect();
         let calls: Vec<&[u64]> = calls.iter().map(Vec::as_slice).collect();
         ordered_cost(t, &calls, |s, n, _| (n >> shift, s.sp, s.pc))
     };
@@ -617,6 +706,10 @@ fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks) -> Stri
     }
     add("(stack, rank)", launch(&|t, c| ordered_cost(t, c, |s, _, _| (s.sp, ranks.rank(s.pc), s.pc))).0);
     add("rank", launch(&|t, c| ordered_cost(t, c, |s, _, _| (ranks.rank(s.pc), s.pc))).0);
+    add("(stack, flow)", launch(&|t, c| ordered_cost(t, c, |s, _, _| (s.sp, flow.order[s.pc as usize], s.pc))).0);
+    let through = |pc: u16| whole_flow.order[pc as usize];
+    add("flow through calls", launch(&|t, c| ordered_cost(t, c, |s, _, _| (through(s.pc), s.sp, s.pc))).0);
+    add("(stack, flow through calls)", launch(&|t, c| ordered_cost(t, c, |s, _, _| (s.sp, through(s.pc), s.pc))).0);
     // Per warp, its rounds with hindsight and its pairwise bound, on as many threads as the
     // machine has.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -628,7 +721,9 @@ fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks) -> Stri
             s.spawn(move || {
                 for (i, b) in b.iter_mut().enumerate() {
                     // Hindsight part by part: the merged order, or the vote's where that is shorter.
-                    let best = |t: &[&[Slot]], c: &[&[u64]]| merged_supersequence(t).min(ordered_cost(t, c, |s, _, _| (s.sp, s.pc)));
+                    let best = |t: &[&[Slot]], c: &[&[u64]]| {
+                        merged_supersequence(t).min(ordered_cost(t, c, |s, _, _| (s.sp, s.pc)))
+                    };
                     *b = (warp_parts(k * per + i, &best), warp_parts(k * per + i, &|t, _| pairwise_bound(t)));
                 }
             });
@@ -1025,6 +1120,8 @@ fn main() {
     let mut eid: Vec<usize> = (0..n).collect();
     // Where each PC runs in its frame, learned from the frames traced so far (`WARP_ORDERS`).
     let mut ranks = Ranks::new();
+    let mut flow = Flow::new(false);
+    let mut whole_flow = Flow::new(true);
     let last = steps.iter().copied().max().unwrap_or(0);
     for (name, file) in [("WARP_BUTTONS", &buttons), ("WARP_RESETS", &resets)] {
         if let Some(b) = file {
@@ -1140,8 +1237,11 @@ fn main() {
                 }
             }
             if std::env::var_os("WARP_ORDERS").is_some() {
-                eprintln!("step {step} frame {f}: vote orders, by parts: {}", order_costs(&traces, &cycles, &ranks));
+                let orders = order_costs(&traces, &cycles, &ranks, &flow, &whole_flow);
+                eprintln!("step {step} frame {f}: vote orders, by parts: {orders}");
                 ranks.learn(&traces);
+                flow.learn(&traces);
+                whole_flow.learn(&traces);
             }
             if std::env::var_os("WARP_ORACLE").is_some() {
                 eprintln!("step {step} frame {f}: {}", oracle_costs(&traces));
@@ -1357,6 +1457,28 @@ mod tests {
         let same = vec![slots(&[5, 3, 9, 3, 1]); 4];
         let refs: Vec<&[Slot]> = same.iter().map(Vec::as_slice).collect();
         assert_eq!((merged_supersequence(&refs), pairwise_bound(&refs)), (5, 5));
+    }
+
+    #[test]
+    fn the_flow_orders_code_as_it_runs_not_by_address() {
+        let slot = |pc: u16, op: u8| Slot { pc, op, sp: 0xfd };
+        // $9000 jumps back to $8000, which loops on itself (a BNE back) and goes on to $8004.
+        let t = vec![
+            slot(0x9000, 0xea),
+            slot(0x9001, 0x4c),
+            slot(0x8000, 0xea),
+            slot(0x8001, 0xd0),
+            slot(0x8000, 0xea),
+            slot(0x8001, 0xd0),
+            slot(0x8003, 0xea),
+        ];
+        let mut flow = Flow::new(false);
+        flow.learn(&[t]);
+        let at = |pc: u16| flow.order[pc as usize];
+        assert!(0 < at(0x9000) && at(0x9000) < at(0x9001), "code in the order it ran");
+        assert!(at(0x9001) < at(0x8000), "the jump's target orders after it");
+        assert!(at(0x8000) < at(0x8001) && at(0x8001) < at(0x8003), "a loop's body before its exit");
+        assert_eq!(at(0x8002), 0, "code never run ranks first");
     }
 
     #[test]
