@@ -275,25 +275,28 @@ fn tail_slowest(traces: &[Vec<Slot>], tail: usize, spare: usize) -> u64 {
     slowest
 }
 
-/// Rounds of a vote that orders the threads by `order` (of a slot, a clock at it, such as the CPU
-/// cycle it begins at from the frame's start, and its place in the trace) and runs, each round,
-/// every thread at the lowest one's (stack, PC).
-fn ordered_cost<K: Ord + Copy>(traces: &[&[Slot]], clocks: &[&[u64]], order: impl Fn(&Slot, u64, usize) -> K) -> u64 {
+/// Rounds of a vote that orders the threads by `order` (of an env and its place in its trace),
+/// then by (stack, PC), and runs, each round, every thread at the lowest one's (stack, PC).
+fn ordered_cost<K: Ord>(traces: &[&[Slot]], order: impl Fn(usize, usize) -> K) -> u64 {
     let mut at = vec![0usize; traces.len()];
     let mut rounds = 0;
-    let next = |at: &[usize]| {
-        let heads = traces.iter().zip(clocks).zip(at);
-        heads.filter_map(|((t, c), &i)| t.get(i).map(|s| (order(s, c[i], i), s.sp, s.pc))).min()
-    };
-    while let Some((_, sp, pc)) = next(&at) {
+    let key = |j: usize, i: usize| (order(j, i), traces[j][i].sp, traces[j][i].pc);
+    let lowest = |at: &[usize]| (0..traces.len()).filter(|&j| at[j] < traces[j].len()).min_by_key(|&j| key(j, at[j]));
+    while let Some(j) = lowest(&at) {
         rounds += 1;
-        for (t, i) in traces.iter().zip(at.iter_mut()) {
-            if t.get(*i).is_some_and(|s| (s.sp, s.pc) == (sp, pc)) {
-                *i += 1;
-            }
-        }
+        let chosen = traces[j][at[j]];
+        run_group(traces, &mut at, chosen);
     }
     rounds
+}
+
+/// One round: every thread whose next slot is at `chosen`'s (stack, PC) runs it.
+fn run_group(traces: &[&[Slot]], at: &mut [usize], chosen: Slot) {
+    for (t, i) in traces.iter().zip(at.iter_mut()) {
+        if t.get(*i).is_some_and(|s| (s.sp, s.pc) == (chosen.sp, chosen.pc)) {
+            *i += 1;
+        }
+    }
 }
 
 /// Rounds of the (stack, PC) vote, except that a thread whose last instruction jumped back (a
@@ -589,19 +592,8 @@ fn call_paths(t: &[Slot]) -> Vec<Vec<u16>> {
 /// address runs first, as the lowest PC does inside one subroutine.
 fn path_cost(traces: &[&[Slot]]) -> u64 {
     let keys: Vec<Vec<Vec<u16>>> = traces.iter().map(|t| call_paths(t)).collect();
-    let mut at = vec![0usize; traces.len()];
-    let mut rounds = 0;
-    let lowest = |at: &[usize]| (0..traces.len()).filter(|&j| at[j] < traces[j].len()).min_by_key(|&j| &keys[j][at[j]]);
-    while let Some(j) = lowest(&at) {
-        let (sp, pc) = (traces[j][at[j]].sp, traces[j][at[j]].pc);
-        rounds += 1;
-        for (t, i) in traces.iter().zip(at.iter_mut()) {
-            if t.get(*i).is_some_and(|s| (s.sp, s.pc) == (sp, pc)) {
-                *i += 1;
-            }
-        }
-    }
-    rounds
+    // Equal paths (a push apart) go by the env's place in the warp, not by the stack.
+    ordered_cost(traces, |j, i| (&keys[j][i], j))
 }
 
 /// Rounds of the (stack, PC) vote, except that a thread at the call (or the interrupted place)
@@ -619,13 +611,9 @@ fn behind_cost(traces: &[&[Slot]]) -> u64 {
         };
         let key = |j: usize| (!behind(j), traces[j][at[j]].sp, traces[j][at[j]].pc);
         let Some(j) = running.iter().copied().min_by_key(|&j| key(j)) else { break };
-        let (sp, pc) = (traces[j][at[j]].sp, traces[j][at[j]].pc);
         rounds += 1;
-        for (t, i) in traces.iter().zip(at.iter_mut()) {
-            if t.get(*i).is_some_and(|s| (s.sp, s.pc) == (sp, pc)) {
-                *i += 1;
-            }
-        }
+        let chosen = traces[j][at[j]];
+        run_group(traces, &mut at, chosen);
     }
     rounds
 }
@@ -663,16 +651,16 @@ fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks, flow: &
     };
     let warps = traces.len() / WARP;
     let launch = |cost: &PartCost| (0..warps).map(|w| (warp_parts(w, cost), w)).max().unwrap_or((0, 0));
-    let (base, slowest) = launch(&|t, c| ordered_cost(t, c, |s, _, _| (s.sp, s.pc)));
+    let (base, slowest) = launch(&|t, _| ordered_cost(t, |_, _| ()));
     let mut cells = vec![format!("(stack, PC) {base}")];
     let mut add = |name: &str, rounds: u64| {
         cells.push(format!("{name} {rounds} ({:.3}x)", rounds as f64 / base.max(1) as f64));
     };
-    add("cycle", launch(&|t, c| ordered_cost(t, c, |s, cy, _| (cy, s.sp, s.pc))).0);
+    add("cycle", launch(&|t, c| ordered_cost(t, |j, i| c[j][i])).0);
     for b in [8u32, 10] {
-        add(&format!("cycle>>{b}"), launch(&|t, c| ordered_cost(t, c, |s, cy, _| (cy >> b, s.sp, s.pc))).0);
+        add(&format!("cycle>>{b}"), launch(&|t, c| ordered_cost(t, |j, i| c[j][i] >> b)).0);
     }
-    add("first", launch(&|t, c| ordered_cost(t, c, |s, _, i| (i > 0, s.sp, s.pc))).0);
+    add("first", launch(&|t, _| ordered_cost(t, |_, i| i > 0)).0);
     add("held", launch(&|t, _| held_cost(t)).0);
     // The subroutine calls (JSR) a thread made so far in the part, a clock that loops do not wind.
     let by_calls = |t: &[&[Slot]], shift: u32| {
@@ -680,8 +668,7 @@ fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks, flow: &
             t.iter().scan(0, |n, s| Some(std::mem::replace(n, *n + (s.op == 0x20) as u64))).collect()
         };
         let calls: Vec<Vec<u64>> = t.iter().map(|t| so_far(t)).collect();
-        let calls: Vec<&[u64]> = calls.iter().map(Vec::as_slice).collect();
-        ordered_cost(t, &calls, |s, n, _| (n >> shift, s.sp, s.pc))
+        ordered_cost(t, |j, i| calls[j][i] >> shift)
     };
     for shift in [0u32, 2] {
         add(&format!("calls>>{shift}"), launch(&|t, _| by_calls(t, shift)).0);
@@ -693,23 +680,21 @@ fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks, flow: &
     let ahead = |t: &[&[Slot]], every: bool| {
         let next = |t: &[Slot], i: usize| {
             let n = if every || matches!(t[i].op, 0x4c | 0x20) { t.get(i + 1).unwrap_or(&t[i]) } else { &t[i] };
-            (n.sp as u64) << 16 | n.pc as u64
+            (n.sp, n.pc)
         };
-        let next: Vec<Vec<u64>> = t.iter().map(|t| (0..t.len()).map(|i| next(t, i)).collect()).collect();
-        let next: Vec<&[u64]> = next.iter().map(Vec::as_slice).collect();
-        ordered_cost(t, &next, |s, n, _| (n, s.sp, s.pc))
+        ordered_cost(t, |j, i| next(t[j], i))
     };
     add("jumps ahead", launch(&|t, _| ahead(t, false)).0);
     add("all ahead", launch(&|t, _| ahead(t, true)).0);
     for patience in [64u64, 256, 1024] {
         add(&format!("aged {patience}"), launch(&|t, _| aged_cost(t, patience)).0);
     }
-    add("(stack, rank)", launch(&|t, c| ordered_cost(t, c, |s, _, _| (s.sp, ranks.rank(s.pc), s.pc))).0);
-    add("rank", launch(&|t, c| ordered_cost(t, c, |s, _, _| (ranks.rank(s.pc), s.pc))).0);
-    add("(stack, flow)", launch(&|t, c| ordered_cost(t, c, |s, _, _| (s.sp, flow.order[s.pc as usize], s.pc))).0);
+    add("(stack, rank)", launch(&|t, _| ordered_cost(t, |j, i| (t[j][i].sp, ranks.rank(t[j][i].pc)))).0);
+    add("rank", launch(&|t, _| ordered_cost(t, |j, i| (ranks.rank(t[j][i].pc), t[j][i].pc))).0);
+    add("(stack, flow)", launch(&|t, _| ordered_cost(t, |j, i| (t[j][i].sp, flow.order[t[j][i].pc as usize]))).0);
     let through = |pc: u16| whole_flow.order[pc as usize];
-    add("flow through calls", launch(&|t, c| ordered_cost(t, c, |s, _, _| (through(s.pc), s.sp, s.pc))).0);
-    add("(stack, flow through calls)", launch(&|t, c| ordered_cost(t, c, |s, _, _| (s.sp, through(s.pc), s.pc))).0);
+    add("flow through calls", launch(&|t, _| ordered_cost(t, |j, i| through(t[j][i].pc))).0);
+    add("(stack, flow through calls)", launch(&|t, _| ordered_cost(t, |j, i| (t[j][i].sp, through(t[j][i].pc)))).0);
     // Per warp, its rounds with hindsight and its pairwise bound, on as many threads as the
     // machine has.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -721,9 +706,7 @@ fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks, flow: &
             s.spawn(move || {
                 for (i, b) in b.iter_mut().enumerate() {
                     // Hindsight part by part: the merged order, or the vote's where that is shorter.
-                    let best = |t: &[&[Slot]], c: &[&[u64]]| {
-                        merged_supersequence(t).min(ordered_cost(t, c, |s, _, _| (s.sp, s.pc)))
-                    };
+                    let best = |t: &[&[Slot]], _: &[&[u64]]| merged_supersequence(t).min(ordered_cost(t, |_, _| ()));
                     *b = (warp_parts(k * per + i, &best), warp_parts(k * per + i, &|t, _| pairwise_bound(t)));
                 }
             });
