@@ -55,7 +55,10 @@ fn main() {
     let boot = smb::world_1_1();
     let prg = {
         let rom = std::fs::read(smb::rom_dir().join("super-mario-bros.nes")).expect("the SMB ROM");
-        rom[16..16 + 32768].to_vec()
+        // PRG ROM where the header says (after a trainer, if any); the blocks assume NROM's 32 KiB.
+        let h = nes_core::cart::Header::parse(&rom).expect("an iNES header");
+        assert_eq!(h.prg_rom, 32768, "the block path's entries cover 32 KiB of PRG ROM");
+        rom[h.prg_offset()..h.prg_offset() + h.prg_rom].to_vec()
     };
     let byte = |pc: u16| prg[(pc & 0x7fff) as usize];
     // How often each PRG ROM address ran, and the addresses entered other than from the
