@@ -244,10 +244,16 @@ def describe_step(report: dict) -> str:
 
 
 def pick_backend(backend: str) -> str:
-    """``auto``: CUDA when it can run here (``nesle.vector.cuda_available``), else the CPU."""
-    if backend != "auto":
-        return backend
-    return "cuda" if nesle.vector.cuda_available()[0] else "cpu"
+    """``auto``: CUDA when it can run here (``nesle.vector.cuda_available``), else the CPU. A
+    named backend that cannot run here is a :class:`BackendUnavailableError` now, before the
+    table's header is printed."""
+    if backend == "auto":
+        return "cuda" if nesle.vector.cuda_available()[0] else "cpu"
+    if backend == "cuda":
+        ok, why = nesle.vector.cuda_available()
+        if not ok:
+            raise BackendUnavailableError(f"backend 'cuda' is not available: {why}")
+    return backend
 
 
 def main(args) -> int:

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+import nesle
 from nesle import bench, cli
 
 
@@ -58,8 +59,12 @@ def test_compare_env_reports_the_python_layer_cost_from_both_rows(tmp_path, caps
 
 
 def test_the_cuda_backend_is_a_clear_error_without_a_gpu_build(capsys):
+    if nesle.vector.cuda_available()[0]:
+        pytest.skip("a GPU is here: test_cuda_backend_choice.py runs the bench on it")
     assert cli.main(["bench", "--backend", "cuda", "--envs", "1", "--steps", "1"]) == 2
-    assert "not available" in capsys.readouterr().err
+    out = capsys.readouterr()
+    assert "not available" in out.err
+    assert out.out == ""  # refused before the table's header
 
 
 @pytest.mark.parametrize("argv", [["--envs", "0"], ["--envs", "4", "-2"], ["--steps", "0"], ["--rounds", "0"]])
@@ -96,9 +101,7 @@ class _ReportingBatch:
     instance is raised)."""
 
     def __init__(self, rom, n, report):
-        import nesle
-
-        self._batch, self._report = nesle.CpuBatch(rom, n), report
+            self._batch, self._report = nesle.CpuBatch(rom, n), report
 
     def __getattr__(self, name):
         return getattr(self._batch, name)
@@ -121,20 +124,20 @@ def test_a_cuda_row_takes_the_batchs_report_and_survives_a_failed_one(smb_rom, m
 
 
 def test_the_default_backend_is_cuda_where_it_runs_else_the_cpu(monkeypatch):
-    import nesle
-
     monkeypatch.setattr(nesle.vector, "cuda_available", lambda device=0: (True, "CUDA device 0: X"))
     assert bench.pick_backend("auto") == "cuda"
     monkeypatch.setattr(nesle.vector, "cuda_available", lambda device=0: (False, "no driver"))
     assert bench.pick_backend("auto") == "cpu"
-    # Asked for by name: kept (and a clear error when it cannot run, as tested above).
+    # Asked for by name: refused where it cannot run, kept where it can, and the CPU always.
+    with pytest.raises(nesle.BackendUnavailableError, match="no driver"):
+        bench.pick_backend("cuda")
+    assert bench.pick_backend("cpu") == "cpu"
+    monkeypatch.setattr(nesle.vector, "cuda_available", lambda device=0: (True, "CUDA device 0: X"))
     assert bench.pick_backend("cuda") == "cuda"
 
 
 @pytest.mark.rom
 def test_without_env_counts_a_run_takes_its_backends_defaults(tmp_path, monkeypatch, capsys):
-    import nesle
-
     monkeypatch.setattr(nesle.vector, "cuda_available", lambda device=0: (False, "no driver"))
     out = tmp_path / "defaults.json"
     assert cli.main(["bench", "--protocol", "A", "--warmup", "0", "--steps", "1", "--json", str(out)]) == 0
