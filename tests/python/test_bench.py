@@ -101,7 +101,7 @@ class _ReportingBatch:
     instance is raised)."""
 
     def __init__(self, rom, n, report):
-            self._batch, self._report = nesle.CpuBatch(rom, n), report
+        self._batch, self._report = nesle.CpuBatch(rom, n), report
 
     def __getattr__(self, name):
         return getattr(self._batch, name)
