@@ -396,9 +396,14 @@ class NesleVectorEnv(VectorEnv):
         return self._observation(), reward.astype(np.float32), terminated, truncated, info
 
     def render(self) -> np.ndarray | None:
-        """The screens of all consoles: (N, 240, 256, 3) uint8 (``render_mode="rgb_array"``)."""
+        """The screens of all consoles: (N, 240, 256, 3) uint8 (``render_mode="rgb_array"``);
+        without a render mode, None and a warning, as gymnasium's own environments do."""
         screens = self.screens()
         if screens is None:
+            gym.logger.warn(
+                "render() was called without a render mode, so there is nothing to return: "
+                'make the environment with render_mode="rgb_array" to render it'
+            )
             return None
         assert self._pictures is not None  # built whenever render_mode is set
         return self._pictures.rgb(screens)

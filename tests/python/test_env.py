@@ -50,6 +50,17 @@ def test_screens_are_the_palette_indices_render_colours_and_a_restart_shows_its_
     assert np.array_equal(after[0], start) and np.array_equal(after[1], screens[1])
 
 
+def test_render_without_a_render_mode_warns_and_returns_none(smb_rom):
+    env = nesle.make("smb")
+    env.reset(seed=0)
+    with pytest.warns(UserWarning, match='render_mode="rgb_array"'):
+        assert env.render() is None
+    venv = nesle.make_vec("smb", 2, obs="ram")
+    venv.reset(seed=0)
+    with pytest.warns(UserWarning, match="without a render mode"):
+        assert venv.render() is None
+
+
 def test_check_env_passes_for_registered_tetris():
     check_env(gym.make("nesle/Tetris-v0").unwrapped, skip_render_check=True)
 
