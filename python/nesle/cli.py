@@ -110,6 +110,14 @@ def _load_or_fetch(name_or_path: str) -> bytes:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from nesle import record
+
+    if args.out:
+        try:
+            record.check_out(args.out, (".png",))
+        except record.RecordError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     rom = _load_or_fetch(args.rom)
     r = run_demo(rom, args.frames)
     ram = r.ram
@@ -138,8 +146,14 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from nesle import bench
+    from nesle import bench, record
 
+    if args.json:
+        try:
+            record.check_out(args.json)  # before the runs, which can take minutes
+        except record.RecordError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     args.argv = sys.argv[2:]
     return bench.main(args)
 
@@ -301,9 +315,13 @@ def _train(args: argparse.Namespace) -> int:
         seed=args.seed, tf32=args.tf32, out=str(args.out) if args.out else None,
         save_every=args.save_every, resume=str(args.resume) if args.resume else None,
     )  # fmt: skip
+    from nesle import record
+
     try:
         ppo.check(run)
-    except ValueError as e:
+        if args.out:
+            record.check_out_folder(args.out)
+    except ValueError as e:  # record.RecordError among them
         print(f"error: {e}", file=sys.stderr)
         return 2
     rom = _load_or_fetch(args.game)  # a known game missing here is fetched first
@@ -474,6 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         nesle.RomError,
         nesle.BackendUnavailableError,
         MemoryError,  # a batch too large for the host's or the GPU's memory
+        OSError,  # a file that could not be read or written (the commands check theirs first)
     ) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

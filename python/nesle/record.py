@@ -428,12 +428,31 @@ def open_writer(path: str | os.PathLike[str], every: int = 1) -> Any:
                       f"{', '.join(FORMATS)}")  # fmt: skip
 
 
-def check_out(path: str | os.PathLike[str], suffixes: tuple[str, ...]) -> None:
-    """Fail early (before running) for an output file that cannot be written."""
+def check_out(path: str | os.PathLike[str], suffixes: tuple[str, ...] = ()) -> None:
+    """Fail early (before running) for an output file that cannot be written: a name without
+    one of ``suffixes`` (any name when empty), a folder, or a missing or read-only folder."""
     p = Path(path)
-    if p.suffix.lower() not in suffixes:
+    if suffixes and p.suffix.lower() not in suffixes:
         raise RecordError(f"{str(p)!r}: the file name must end in {', '.join(suffixes)}")
     if p.is_dir():
         raise RecordError(f"{str(p)!r} is a folder")
-    if not p.parent.exists() and str(p.parent) != "":
-        raise RecordError(f"{str(p.parent)!r}: no such folder")
+    parent = p.parent
+    if not parent.is_dir():
+        raise RecordError(f"{str(parent)!r}: no such folder")
+    if not os.access(parent, os.W_OK):
+        raise RecordError(f"{str(parent)!r}: not writable")
+
+
+def check_out_folder(path: str | os.PathLike[str]) -> None:
+    """Fail early for an output folder that cannot be made or written: a file of that name, or
+    a read-only folder where it or its first missing parent would go."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise RecordError(f"{str(p)!r} is a file, not a folder")
+    at = p
+    while not at.exists() and at != at.parent:
+        at = at.parent
+    if not at.is_dir():
+        raise RecordError(f"{str(at)!r} is a file, not a folder")
+    if not os.access(at, os.W_OK):
+        raise RecordError(f"{str(at)!r}: not writable")

@@ -323,12 +323,54 @@ def test_record_writes_a_gif(smb_rom: bytes, tmp_path: Path, capsys) -> None:
         (["play", "smb", "--out", "shot.gif"], "must end in .png"),
         (["play", "smb", "--actions", "bogus"], "no such file"),
         (["play", "smb", "--out", "/no/such/dir/shot.png"], "no such folder"),
+        (["demo", "--out", "/no/such/dir/shot.png"], "no such folder"),
+        (["demo", "--out", "shot.jpg"], "must end in .png"),
+        (["bench", "--backend", "cpu", "--json", "/no/such/dir/b.json"], "no such folder"),
         (["play", "no-such-game"], "neither a ROM file nor a known game"),
     ],
 )
 def test_bad_arguments_give_clear_errors(argv: list[str], message: str, capsys) -> None:
     assert cli.main(argv) == 2
-    assert message in capsys.readouterr().err
+    out = capsys.readouterr()
+    assert message in out.err
+    assert out.out == ""  # refused before running anything
+
+
+def test_an_output_folder_or_file_that_cannot_be_written_is_refused_first(tmp_path, monkeypatch):
+    a_file = tmp_path / "a_file"
+    a_file.write_bytes(b"")
+    with pytest.raises(record.RecordError, match="is a file, not a folder"):
+        record.check_out_folder(a_file)
+    with pytest.raises(record.RecordError, match="is a file, not a folder"):
+        record.check_out_folder(a_file / "run")
+    record.check_out_folder(tmp_path / "new" / "run")  # made when training starts
+    with pytest.raises(record.RecordError, match="is a folder"):
+        record.check_out(tmp_path)
+    record.check_out(tmp_path / "any.name")  # no suffixes asked for: any name
+    # A read-only folder (what `os.access` says; tests may run as root, who may write anywhere).
+    monkeypatch.setattr(record.os, "access", lambda path, mode: Path(path) != tmp_path)
+    with pytest.raises(record.RecordError, match="not writable"):
+        record.check_out(tmp_path / "shot.png", (".png",))
+    with pytest.raises(record.RecordError, match="not writable"):
+        record.check_out_folder(tmp_path / "new" / "run")
+
+
+def test_train_refuses_an_out_that_is_a_file_before_training(tmp_path, capsys) -> None:
+    pytest.importorskip("torch")
+    a_file = tmp_path / "a_file"
+    a_file.write_bytes(b"")
+    assert cli.main(["train", "smb", "--backend", "cpu", "--steps", "64", "--out", str(a_file)]) == 2
+    out = capsys.readouterr()
+    assert "is a file, not a folder" in out.err and "update" not in out.out
+
+
+def test_a_file_system_error_is_one_line_not_a_traceback(monkeypatch, capsys) -> None:
+    def fail(args):
+        raise PermissionError(13, "Permission denied", "/somewhere/agent.pt")
+
+    monkeypatch.setattr(cli, "_info", fail)  # the parser is built at each call: it takes this
+    assert cli.main(["info", "smb"]) == 2
+    assert capsys.readouterr().err == "error: [Errno 13] Permission denied: '/somewhere/agent.pt'\n"
 
 
 @pytest.mark.parametrize("argv", [["play", "smb", "--frames", "0"], ["record", "smb",
