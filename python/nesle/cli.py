@@ -278,6 +278,10 @@ def _record(args: argparse.Namespace) -> int:
     try:
         with progress.Progress(len(actions), "recording") as bar:
             r = record.run(rom, actions, args.every, writer, on_frame=bar.update)
+    except KeyboardInterrupt:
+        writer.close()  # a whole file of the images so far
+        print(f"interrupted; wrote {args.out} ({writer.images} images)", file=sys.stderr)
+        return 130
     finally:
         writer.close()
     size = args.out.stat().st_size
@@ -496,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
     ) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the shell's code for it, without a traceback
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -359,7 +359,8 @@ def test_train_refuses_an_out_that_is_a_file_before_training(tmp_path, capsys) -
     pytest.importorskip("torch")
     a_file = tmp_path / "a_file"
     a_file.write_bytes(b"")
-    assert cli.main(["train", "smb", "--backend", "cpu", "--steps", "64", "--out", str(a_file)]) == 2
+    argv = ["train", "smb", "--backend", "cpu", "--steps", "64", "--out", str(a_file)]
+    assert cli.main(argv) == 2
     out = capsys.readouterr()
     assert "is a file, not a folder" in out.err and "update" not in out.out
 
@@ -417,3 +418,39 @@ def test_progress_draws_on_a_terminal_only(monkeypatch) -> None:
     assert progress.enabled(io.StringIO())
     monkeypatch.setenv(progress.ENV, "0")
     assert not progress.enabled(_Tty())
+
+
+def _main_keeping_ctrl_c(argv: list[str]) -> int:
+    """cli.main, failing the test (not stopping pytest) if a KeyboardInterrupt escapes it."""
+    try:
+        return cli.main(argv)
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C escaped nesle's command as a KeyboardInterrupt")
+
+
+def test_ctrl_c_while_recording_keeps_a_whole_file_of_the_images_so_far(tmp_path, monkeypatch,
+                                                                         capsys):
+    real_run = record.run
+
+    def run_then_interrupt(rom, actions, every, sink, on_frame=None):
+        # The user's Ctrl-C after 30 frames: run those, then the interrupt.
+        real_run(rom, actions[:30], every, sink)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(record, "run", run_then_interrupt)
+    out = tmp_path / "cut.gif"
+    argv = ["record", "smb", "--out", str(out), "--frames", "600", "--every", "10"]
+    assert _main_keeping_ctrl_c(argv) == 130
+    assert "interrupted; wrote" in capsys.readouterr().err
+    assert out.read_bytes().endswith(b";")  # the trailer: a whole GIF
+    _, frames, _ = decode_gif(out)
+    assert len(frames) == 3  # frames 0, 10 and 20
+
+
+def test_ctrl_c_in_any_command_is_one_line_and_the_shells_code(monkeypatch, capsys):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_info", interrupted)
+    assert _main_keeping_ctrl_c(["info", "smb"]) == 130
+    assert capsys.readouterr().err == "interrupted\n"
