@@ -278,8 +278,7 @@ def _record(args: argparse.Namespace) -> int:
     try:
         with progress.Progress(len(actions), "recording") as bar:
             r = record.run(rom, actions, args.every, writer, on_frame=bar.update)
-    except KeyboardInterrupt:
-        writer.close()  # a whole file of the images so far
+    except KeyboardInterrupt:  # the writer still closes, below: a whole file of the images so far
         print(f"interrupted; wrote {args.out} ({writer.images} images)", file=sys.stderr)
         return 130
     finally:

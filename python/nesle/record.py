@@ -446,10 +446,7 @@ def check_out(path: str | os.PathLike[str], suffixes: tuple[str, ...] = ()) -> N
 def check_out_folder(path: str | os.PathLike[str]) -> None:
     """Fail early for an output folder that cannot be made or written: a file of that name, or
     a read-only folder where it or its first missing parent would go."""
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise RecordError(f"{str(p)!r} is a file, not a folder")
-    at = p
+    at = Path(path)
     while not at.exists() and at != at.parent:
         at = at.parent
     if not at.is_dir():
