@@ -323,7 +323,10 @@ def load(path: str | Path, device: str | torch.device = "cpu") -> Agent:
     except OSError:  # a missing or unreadable file says so itself
         raise
     except Exception as e:  # truncated, not torch's format, or objects weights_only refuses
-        raise ValueError(f"{path} is not a nesle PPO agent: {type(e).__name__}: {e}") from e
+        # torch's own message runs to paragraphs (and, for a pickle it refuses, suggests
+        # weights_only=False, which would run the file's code): its first sentence is enough.
+        why = str(e).strip().split("\n")[0].split(". ")[0]
+        raise ValueError(f"{path} is not a nesle PPO agent ({type(e).__name__}: {why})") from e
     if not isinstance(blob, dict) or blob.get("format") != "nesle-ppo-1":
         raise ValueError(f"{path} is not a nesle PPO agent (saved by nesle.ppo.save)")
     agent = Agent(tuple(blob["obs_shape"]), blob["num_actions"], blob["network"], blob["hidden"])
