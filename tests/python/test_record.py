@@ -428,8 +428,8 @@ def _main_keeping_ctrl_c(argv: list[str]) -> int:
         pytest.fail("Ctrl-C escaped nesle's command as a KeyboardInterrupt")
 
 
-def test_ctrl_c_while_recording_keeps_a_whole_file_of_the_images_so_far(tmp_path, monkeypatch,
-                                                                         capsys):
+def test_ctrl_c_while_recording_keeps_a_whole_file_of_the_images_so_far(smb_rom, tmp_path,
+                                                                         monkeypatch, capsys):
     real_run = record.run
 
     def run_then_interrupt(rom, actions, every, sink, on_frame=None):
