@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 import nesle
-from nesle import png, progress, roms
+from nesle import png, progress, record, roms
 from nesle.games import smb
 
 # The demo's input script, in frames from power-on. SMB ignores Start until its title screen is
@@ -110,14 +110,8 @@ def _load_or_fetch(name_or_path: str) -> bytes:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from nesle import record
-
     if args.out:
-        try:
-            record.check_out(args.out, (".png",))
-        except record.RecordError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+        record.check_out(args.out, (".png",))
     rom = _load_or_fetch(args.rom)
     r = run_demo(rom, args.frames)
     ram = r.ram
@@ -146,14 +140,10 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from nesle import bench, record
+    from nesle import bench
 
     if args.json:
-        try:
-            record.check_out(args.json)  # before the runs, which can take minutes
-        except record.RecordError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+        record.check_out(args.json)  # before the runs, which can take minutes
     args.argv = sys.argv[2:]
     return bench.main(args)
 
@@ -209,14 +199,8 @@ def _positive(text: str) -> int:
 
 
 def _play(args: argparse.Namespace) -> int:
-    from nesle import record
-
-    try:
-        record.check_out(args.out, (".png",))
-        actions = record.action_script(args.actions, args.frames, args.seed)
-    except record.RecordError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    record.check_out(args.out, (".png",))
+    actions = record.action_script(args.actions, args.frames, args.seed)
     rom = _load_or_fetch(args.rom)
     with progress.Progress(len(actions), "playing") as bar:
         r = record.run(rom, actions, on_frame=bar.update)
@@ -236,8 +220,6 @@ def _record_agent(args: argparse.Namespace) -> int:
     except ImportError as e:
         print(f"error: --agent needs torch ({e}); pip install 'nesle[torch]'", file=sys.stderr)
         return 2
-    from nesle import record
-
     try:
         record.check_out(args.out, record.FORMATS)
         agent = ppo.load(args.agent)
@@ -265,16 +247,10 @@ def _record(args: argparse.Namespace) -> int:
     if args.rom is None:
         print("error: nesle record needs a ROM (or --agent)", file=sys.stderr)
         return 2
-    from nesle import record
-
-    try:
-        record.check_out(args.out, record.FORMATS)
-        actions = record.action_script(args.actions, args.frames, args.seed)
-        rom = _load_or_fetch(args.rom)  # before the writer: no empty file for a missing ROM
-        writer = record.open_writer(args.out, args.every)
-    except record.RecordError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    record.check_out(args.out, record.FORMATS)
+    actions = record.action_script(args.actions, args.frames, args.seed)
+    rom = _load_or_fetch(args.rom)  # before the writer: no empty file for a missing ROM
+    writer = record.open_writer(args.out, args.every)
     try:
         with progress.Progress(len(actions), "recording") as bar:
             r = record.run(rom, actions, args.every, writer, on_frame=bar.update)
@@ -318,15 +294,13 @@ def _train(args: argparse.Namespace) -> int:
         seed=args.seed, tf32=args.tf32, out=str(args.out) if args.out else None,
         save_every=args.save_every, resume=str(args.resume) if args.resume else None,
     )  # fmt: skip
-    from nesle import record
-
     try:
         ppo.check(run)
-        if args.out:
-            record.check_out_folder(args.out)
-    except ValueError as e:  # record.RecordError among them
+    except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.out:
+        record.check_out_folder(args.out)
     rom = _load_or_fetch(args.game)  # a known game missing here is fetched first
     if nesle.vector.load_game(rom)[0] is None:
         # Such a ROM's env rewards nothing unless given a reward function, which only Python
@@ -494,6 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         roms.FetchError,
         nesle.RomError,
         nesle.BackendUnavailableError,
+        record.RecordError,  # a bad output path, action script or frame count, before running
         MemoryError,  # a batch too large for the host's or the GPU's memory
         OSError,  # a file that could not be read or written (the commands check theirs first)
     ) as e:
