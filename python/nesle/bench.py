@@ -74,7 +74,7 @@ def _batch(backend: str, rom: bytes, n: int):
     if backend == "cpu":
         return nesle.CpuBatch(rom, n)
     if backend == "cuda":
-        _require_cuda()
+        nesle.vector.require_cuda()
         # No picture buffer until a protocol turns pixels on (60 KiB per env, and a second copy
         # of the state for drawing after the frame).
         return _Synced(nesle._native.CudaBatch(rom, n, render=False))
@@ -248,15 +248,8 @@ def pick_backend(backend: str) -> str:
     if backend == "auto":
         return "cuda" if nesle.vector.cuda_available()[0] else "cpu"
     if backend == "cuda":
-        _require_cuda()
+        nesle.vector.require_cuda()
     return backend
-
-
-def _require_cuda() -> None:
-    """One check for both ways in: `nesle bench` before its header, `run` called directly."""
-    ok, why = nesle.vector.cuda_available()
-    if not ok:
-        raise BackendUnavailableError(f"backend 'cuda' is not available: {why}")
 
 
 def main(args) -> int:

@@ -220,11 +220,12 @@ def _record_agent(args: argparse.Namespace) -> int:
     except ImportError as e:
         print(f"error: --agent needs torch ({e}); pip install 'nesle[torch]'", file=sys.stderr)
         return 2
+    # Before loading the agent; ppo.record checks it again for its own callers.
+    record.check_out(args.out, record.FORMATS)
     try:
-        record.check_out(args.out, record.FORMATS)
         agent = ppo.load(args.agent)
         run = ppo.args_of(agent)
-    except (record.RecordError, ValueError, OSError) as e:
+    except ValueError as e:  # not an agent, or one without its run's settings
         print(f"error: {e}", file=sys.stderr)
         return 2
     # One console: the CPU backend, whatever the agent trained on (the same emulation).

@@ -116,6 +116,16 @@ def cuda_available(device: int = 0) -> tuple[bool, str]:
     return probe(device)
 
 
+def require_cuda(device: int = 0) -> str:
+    """The GPU's description (as :func:`cuda_available` gives it) when the CUDA backend can run
+    on ``device``, else a :class:`BackendUnavailableError` saying why; the one check behind
+    ``backend="cuda"`` everywhere."""
+    ok, why = cuda_available(device)
+    if not ok:
+        raise BackendUnavailableError(f"backend='cuda' is unavailable: {why}")
+    return why
+
+
 def make_batch(
     rom: bytes,
     num_envs: int,
@@ -133,19 +143,18 @@ def make_batch(
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     _check_int("regroup_every", regroup_every, 0, 2**32 - 1)
-    if backend in ("cuda", "auto"):
-        ok, why = cuda_available(device)
-        if ok:
-            log.info("nesle: CUDA backend (%s), %d environments", why, num_envs)
-            return _native.CudaBatch(
-                rom, num_envs, device, render=render, regroup_every=regroup_every
-            )
-        if backend == "cuda":
-            raise BackendUnavailableError(f"backend='cuda' is unavailable: {why}")
-        log.info("nesle: CPU backend, %d environments (CUDA unavailable: %s)", num_envs, why)
-    else:
+    if backend == "cpu":
         log.info("nesle: CPU backend, %d environments", num_envs)
-    return _native.CpuBatch(rom, num_envs)
+        return _native.CpuBatch(rom, num_envs)
+    if backend == "cuda":
+        gpu = require_cuda(device)
+    else:
+        ok, gpu = cuda_available(device)
+        if not ok:
+            log.info("nesle: CPU backend, %d environments (CUDA unavailable: %s)", num_envs, gpu)
+            return _native.CpuBatch(rom, num_envs)
+    log.info("nesle: CUDA backend (%s), %d environments", gpu, num_envs)
+    return _native.CudaBatch(rom, num_envs, device, render=render, regroup_every=regroup_every)
 
 
 def _host(x: Any) -> np.ndarray:

@@ -63,7 +63,7 @@ def test_the_cuda_backend_is_a_clear_error_without_a_gpu_build(capsys):
         pytest.skip("a GPU is here: test_cuda_backend_choice.py runs the bench on it")
     assert cli.main(["bench", "--backend", "cuda", "--envs", "1", "--steps", "1"]) == 2
     out = capsys.readouterr()
-    assert "not available" in out.err
+    assert "backend='cuda' is unavailable" in out.err
     assert out.out == ""  # refused before the table's header
 
 

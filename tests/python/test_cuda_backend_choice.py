@@ -52,7 +52,7 @@ def test_bench_on_cuda_runs_or_is_a_clear_error(capsys):
     if ok:
         assert code == 0
     else:
-        assert code == 2 and "not available" in capsys.readouterr().err
+        assert code == 2 and "backend='cuda' is unavailable" in capsys.readouterr().err
 
 
 def test_a_negative_regroup_every_is_a_value_error(blank_rom):

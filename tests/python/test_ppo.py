@@ -127,6 +127,11 @@ def test_a_trained_agent_records_one_episode_to_its_last_screen(tmp_path, capsys
     bad.write_bytes(b"nope")
     assert cli.main(["record", "--agent", str(bad), "--out", str(tmp_path / "x.gif")]) == 2
     assert "is not a nesle PPO agent" in capsys.readouterr().err
+    # The output's name is checked before the agent is read; a missing agent is one line too.
+    assert cli.main(["record", "--agent", str(bad), "--out", str(tmp_path / "x.txt")]) == 2
+    assert "must end in .gif" in capsys.readouterr().err
+    assert cli.main(["record", "--agent", str(tmp_path / "none.pt"), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.startswith("error: [Errno 2] No such file")
 
 
 def test_the_agent_is_saved_every_few_updates_and_when_the_run_is_interrupted(tmp_path, monkeypatch, capsys, smb_rom):
