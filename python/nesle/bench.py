@@ -32,10 +32,12 @@ import numpy as np
 
 import nesle
 from nesle import roms, start_states
-from nesle.vector import BackendUnavailableError
 from nesle.actions import SIMPLE_MOVEMENT, button_masks
+from nesle.vector import _check_int
 
 RIGHT = 0x80
+PROTOCOLS = ("A", "B")
+BACKENDS = ("cpu", "cuda")
 
 # The env counts a run takes unless given: the issue's table on CUDA (ANCHORS.md's protocols,
 # 65,536 the headline), a few on the CPU, where each env is a core's share of work.
@@ -73,12 +75,10 @@ class _Synced:
 def _batch(backend: str, rom: bytes, n: int):
     if backend == "cpu":
         return nesle.CpuBatch(rom, n)
-    if backend == "cuda":
-        nesle.vector.require_cuda()
-        # No picture buffer until a protocol turns pixels on (60 KiB per env, and a second copy
-        # of the state for drawing after the frame).
-        return _Synced(nesle._native.CudaBatch(rom, n, render=False))
-    raise BackendUnavailableError(f"backend {backend!r} is not available (cpu, cuda)")
+    nesle.vector.require_cuda()
+    # No picture buffer until a protocol turns pixels on (60 KiB per env, and a second copy of
+    # the state for drawing after the frame).
+    return _Synced(nesle._native.CudaBatch(rom, n, render=False))
 
 
 def run(
@@ -97,6 +97,15 @@ def run(
 ) -> Row:
     """One protocol at one env count; returns its throughput. ``rgb``: the pixel observation is
     full-size RGB instead of 84x84 gray (pixels on)."""
+    # Checked first: a wrong name or count would otherwise run as B, or time nothing.
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    _check_int("envs", n, 1)
+    _check_int("frameskip", frameskip, 1, 1024)  # as make_vec's
+    _check_int("warmup", warmup, 0)
+    _check_int("steps", steps, 1)
     rom = rom if rom is not None else roms.load("smb")
     pixels = pixels or rgb
     if env:

@@ -74,6 +74,24 @@ def test_counts_below_one_are_usage_errors(argv):
     assert e.value.code == 2
 
 
+@pytest.mark.parametrize("protocol, kw, error, match", [
+    ("C", {}, ValueError, "protocol must be one of"),
+    ("a", {}, ValueError, "protocol must be one of"),
+    ("B", {"backend": "tpu"}, ValueError, "backend must be one of"),
+    ("B", {"backend": "auto"}, ValueError, "backend must be one of"),  # pick_backend resolves it
+    ("B", {"n": 0}, ValueError, "envs must be at least 1"),
+    ("B", {"steps": 0}, ValueError, "steps must be at least 1"),
+    ("B", {"warmup": -1}, ValueError, "warmup must be at least 0"),
+    ("B", {"frameskip": 0}, ValueError, "frameskip must be between 1 and 1024"),
+    ("B", {"steps": 2.5}, TypeError, "steps must be an int"),
+])  # fmt: skip
+def test_run_refuses_a_protocol_or_count_it_would_not_measure(protocol, kw, error, match):
+    # Before the ROM is read (rom=None would fetch it): e.g. a "C" would otherwise run as B.
+    n = kw.pop("n", 2)
+    with pytest.raises(error, match=match):
+        bench.run(protocol, n, rom=None, **kw)
+
+
 def test_a_cpu_row_carries_no_device_report_and_its_json_names_no_gpu(tmp_path):
     out = tmp_path / "cpu.json"
     assert cli.main(["bench", "--backend", "cpu", "--protocol", "A", "--envs", "1", "--warmup", "0",
