@@ -87,6 +87,7 @@ def test_counts_below_one_are_usage_errors(argv):
 ])  # fmt: skip
 def test_run_refuses_a_protocol_or_count_it_would_not_measure(protocol, kw, error, match):
     # Before the ROM is read (rom=None would fetch it): e.g. a "C" would otherwise run as B.
+    kw = dict(kw)
     n = kw.pop("n", 2)
     with pytest.raises(error, match=match):
         bench.run(protocol, n, rom=None, **kw)
