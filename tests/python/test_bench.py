@@ -85,8 +85,14 @@ def test_counts_below_one_are_usage_errors(argv):
     ("B", {"frameskip": 0}, ValueError, "frameskip must be between 1 and 1024"),
     ("B", {"steps": 2.5}, TypeError, "steps must be an int"),
 ])  # fmt: skip
-def test_run_refuses_a_protocol_or_count_it_would_not_measure(protocol, kw, error, match):
-    # Before the ROM is read (rom=None would fetch it): e.g. a "C" would otherwise run as B.
+def test_run_refuses_a_protocol_or_count_it_would_not_measure(protocol, kw, error, match,
+                                                              monkeypatch):
+    # Before the ROM is read, so the refusal is bench.run's own and not a later layer's (the
+    # batch refuses 0 envs in the same words): e.g. a "C" would otherwise run as B.
+    def no_rom(name):
+        raise AssertionError(f"bench.run read the {name} ROM before checking its arguments")
+
+    monkeypatch.setattr(bench.roms, "load", no_rom)
     kw = dict(kw)
     n = kw.pop("n", 2)
     with pytest.raises(error, match=match):
