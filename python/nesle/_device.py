@@ -135,7 +135,6 @@ class DeviceStep:
         info = self.info_of(now, self.elapsed)
         info["final_obs"], info["_final_obs"] = final_obs, done.clone()
         ended = self.info_of(ended, elapsed)
-        ended["final_obs"], ended["_final_obs"] = final_obs, done  # as the CPU backend's is made
         info["final_info"], info["_final_info"] = masked(ended, done), done.clone()
         return self.observation(), reward.float(), terminated, truncated, info
 
@@ -325,11 +324,13 @@ def masked(info: dict[str, Any], mask: Any) -> dict[str, Any]:
     """A copy of a vector info whose ``_key`` masks are ``mask`` (NumPy or torch alike)."""
     out: dict[str, Any] = {}
     for key, value in info.items():
+        if key.removeprefix("_") in ("final_obs", "final_info"):
+            continue  # a step's finals are not part of the info they describe
         if key.startswith("_"):
             out[key] = _copy(mask)
         elif isinstance(value, dict):
             out[key] = masked(value, mask)
-        elif not key.startswith("final_"):
+        else:
             out[key] = _copy(value)
     return out
 

@@ -4,6 +4,9 @@ A thin adapter over :class:`nesle.vector.NesleVectorEnv` with one console and no
 stepping, rewards, observations and start states are the vector env's (see its module doc).
 Infos are the game's (e.g. gym-super-mario-bros' ``coins``, ``flag_get``, ``life``, ...) as
 Python scalars, plus ``elapsed_steps``.
+
+``close()`` frees the console; a later ``reset()`` makes a fresh one, as gymnasium's other
+environments stay usable after ``close()`` (Stable-Baselines3's ``check_env`` relies on it).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from nesle._device import to_numpy
-from nesle.vector import EnvState, NesleVectorEnv, _check_seed
+from nesle.vector import ClosedEnvError, EnvState, NesleVectorEnv, _check_seed
 
 
 class NesleEnv(gym.Env):
@@ -27,14 +30,20 @@ class NesleEnv(gym.Env):
         if "num_envs" in kwargs:
             raise TypeError("nesle.make() runs one console; use nesle.make_vec() for more")
         self.vec = NesleVectorEnv(game_or_rom, 1, autoreset=False, **kwargs)
+        # The ROM's bytes, not its path: a console made again after close() is the same game.
+        self._remake = (self.vec._rom, kwargs)
         self.observation_space = self.vec.single_observation_space
         self.action_space = self.vec.single_action_space
         self.render_mode = self.vec.render_mode
+        self.metadata = {**type(self).metadata, "render_fps": self.vec.metadata["render_fps"]}
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        _check_seed(seed)  # before gymnasium's own check, so the error is the vector env's
+        seed = _check_seed(seed)  # before gymnasium's own check, so the error is the vector env's
+        if self.vec.closed:
+            rom, kwargs = self._remake
+            self.vec = NesleVectorEnv(rom, 1, autoreset=False, **kwargs)
         super().reset(seed=seed)
         if seed is not None:
             self.action_space.seed(seed)
@@ -42,6 +51,7 @@ class NesleEnv(gym.Env):
         return obs[0], _unbatch(info)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        self._check_open()
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
             a = np.asarray(action)
             if a.shape != () or a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
@@ -54,6 +64,7 @@ class NesleEnv(gym.Env):
         return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), _unbatch(info)
 
     def render(self) -> np.ndarray | None:
+        self._check_open()
         frames = self.vec.render()
         return None if frames is None else frames[0]
 
@@ -61,14 +72,21 @@ class NesleEnv(gym.Env):
         self.vec.close()
 
     def save_state(self) -> EnvState:
+        self._check_open()
         return self.vec.save_state(0)
 
     def load_state(self, state: EnvState) -> np.ndarray:
+        self._check_open()
         return to_numpy(self.vec.load_state(0, state))
 
     def ram(self) -> np.ndarray:
         """(2048,) work RAM now."""
+        self._check_open()
         return to_numpy(self.vec.ram()[0])
+
+    def _check_open(self) -> None:
+        if self.vec.closed:
+            raise ClosedEnvError("this nesle environment is closed; reset() makes a fresh console")
 
 
 def _unbatch(info: dict[str, Any]) -> dict[str, Any]:

@@ -254,7 +254,7 @@ class NesleVectorEnv(VectorEnv):
             )
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-        _check_seed(seed)
+        seed = _check_seed(seed)
 
         game, rom = load_game(game_or_rom)
         self._rom = rom
@@ -268,6 +268,13 @@ class NesleVectorEnv(VectorEnv):
         self.render_mode = render_mode
         self.autoreset = autoreset
         self.copy = bool(copy)
+        # What gymnasium's wrappers read: whether ended episodes restart, and a recording's
+        # speed, one picture a step (the NES draws 60 frames a second).
+        self.metadata = {
+            **type(self).metadata,
+            "autoreset_mode": AutoresetMode.SAME_STEP if autoreset else AutoresetMode.DISABLED,
+            "render_fps": _fps(frameskip),
+        }
 
         self._masks = actions_mod.resolve(action_space or (game.actions if game else "raw"))
         self._reward_fn = _reward_fn(game, reward)
@@ -335,14 +342,7 @@ class NesleVectorEnv(VectorEnv):
         round-robin, so the same seed gives the same episodes.
         """
         self._check_open()
-        _check_seed(seed)
-        if seed is not None or self._needs_reset:
-            seed = self._seed if seed is None else seed
-            self._rng = np.random.default_rng(seed)
-            self._next_start = 0
-            if seed is not None:
-                self.action_space.seed(seed)
-                self.single_action_space.seed(seed)
+        seed = _check_seed(seed)
         mask = np.ones(self.num_envs, bool)
         if options and "reset_mask" in options:
             mask = np.asarray(options["reset_mask"])
@@ -350,13 +350,25 @@ class NesleVectorEnv(VectorEnv):
                 raise ValueError(
                     f"options['reset_mask'] must be a bool array of shape ({self.num_envs},)"
                 )
+        if seed is not None or self._needs_reset:
+            seed = self._seed if seed is None else seed
+            self._rng = np.random.default_rng(seed)
+            self._next_start = 0
+            if seed is not None:
+                super().reset(seed=seed)  # np_random and np_random_seed, as gymnasium's envs
+                self.action_space.seed(seed)
+                self.single_action_space.seed(seed)
         self._needs_reset = False
         if self._dev is not None:
             if seed is not None:
                 self._dev.next_start.zero_()
-            return self._dev.reset(mask)
+            obs, info = self._dev.reset(mask)
+            if not mask.all():  # gymnasium's layout: the masks say which envs restarted
+                info = masked(info, self._dev.torch.as_tensor(mask, device=self._dev.dev))
+            return obs, info
         self._restart(mask)
-        return self._observation(), self._info(self._ram)
+        info = self._info(self._ram)
+        return self._observation(), info if mask.all() else masked(info, mask)
 
     def step(
         self, actions: Any
@@ -404,9 +416,10 @@ class NesleVectorEnv(VectorEnv):
                     info[key] = where(done, fresh[key], info[key])
         return self._observation(), reward.astype(np.float32), terminated, truncated, info
 
-    def render(self) -> np.ndarray | None:
-        """The screens of all consoles: (N, 240, 256, 3) uint8 (``render_mode="rgb_array"``);
-        without a render mode, None and a warning, as gymnasium's own environments do."""
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        """The screens of all consoles, one (240, 256, 3) uint8 array each, as gymnasium's
+        vector envs return them (``render_mode="rgb_array"``; views of one array); without a
+        render mode, None and a warning, as gymnasium's own environments do."""
         screens = self.screens()
         if screens is None:
             gym.logger.warn(
@@ -415,7 +428,7 @@ class NesleVectorEnv(VectorEnv):
             )
             return None
         assert self._pictures is not None  # built whenever render_mode is set
-        return self._pictures.rgb(screens)
+        return tuple(self._pictures.rgb(screens))
 
     def screens(self) -> np.ndarray | None:
         """The screens of all consoles as NES palette indices, (N, 240, 256) uint8: what
@@ -638,10 +651,18 @@ def _check_int(name: str, value: Any, lo: int, hi: int | None = None) -> None:
         raise ValueError(f"{name} must be {bound}, got {value}")
 
 
-def _check_seed(seed: Any) -> None:
-    """One seed for the whole batch: None or an int NumPy's generators take (>= 0)."""
-    if seed is not None:
-        _check_int("seed", seed, 0)
+def _check_seed(seed: Any) -> int | None:
+    """One seed for the whole batch: None or an int NumPy's generators take (>= 0), returned
+    as a Python int (gymnasium's seeding refuses NumPy's)."""
+    if seed is None:
+        return None
+    _check_int("seed", seed, 0)
+    return int(seed)
+
+
+def _fps(frameskip: int) -> int | float:
+    """Pictures a second of an env that shows one every ``frameskip`` frames."""
+    return 60 // frameskip if 60 % frameskip == 0 else 60 / frameskip
 
 
 def _reward_fn(game: GameSpec | None, option: Any) -> Callable[[np.ndarray, np.ndarray], Any]:

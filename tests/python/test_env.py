@@ -44,10 +44,15 @@ def test_screens_are_the_palette_indices_render_colours_and_a_restart_shows_its_
     screens = venv.screens()
     assert screens.shape == (2, 240, 256) and screens.dtype == np.uint8
     assert not np.array_equal(screens[0], start)  # Mario ran: the screen moved
-    assert np.array_equal(nesle.palette()[screens], venv.render())
-    venv.reset(options={"reset_mask": np.array([True, False])})
+    frames = venv.render()  # gymnasium's vector layout: a tuple, one frame an env
+    assert isinstance(frames, tuple) and len(frames) == 2
+    assert np.array_equal(nesle.palette()[screens], np.stack(frames))
+    _, info = venv.reset(options={"reset_mask": np.array([True, False])})
     after = venv.screens()
     assert np.array_equal(after[0], start) and np.array_equal(after[1], screens[1])
+    # The info's masks say which envs this reset restarted, as gymnasium's SyncVectorEnv.
+    assert info["_elapsed_steps"].tolist() == [True, False] and info["elapsed_steps"][0] == 0
+    assert all(info[k].tolist() == [True, False] for k in info if k.startswith("_"))
 
 
 def test_render_without_a_render_mode_warns_and_returns_none(smb_rom):
@@ -278,6 +283,7 @@ def test_a_lost_life_ends_the_episode_and_the_console_restarts_in_the_same_step(
         pytest.fail("running right into the first Goomba did not end the episode")
     assert term.tolist() == [True, False] and not trunc.any()
     assert info["_final_obs"].tolist() == [True, False] and info["final_obs"][1] is None
+    assert not {"final_obs", "_final_obs"} & set(info["final_info"])  # the step's, not its own
     last = info["final_obs"][0]
     assert smb.life_lost(last) and not smb.life_lost(obs[0])
     np.testing.assert_array_equal(obs[0], start[0])  # back at the start state
@@ -413,10 +419,25 @@ def test_a_closed_env_raises_a_clear_error():
         venv.step(np.zeros(1, np.int64))
     with pytest.raises(nesle.ClosedEnvError):
         venv.reset()
-    env = nesle.make("smb")
+
+
+
+def test_a_closed_single_env_resets_to_a_fresh_console():
+    # As gymnasium's environments stay usable after close() (SB3's check_env relies on it).
+    env, fresh = nesle.make("smb"), nesle.make("smb")
+    env.reset(seed=0)
+    env.step(RIGHT_B)
     env.close()
+    env.close()  # twice is fine
+    with pytest.raises(nesle.ClosedEnvError, match=r"reset\(\) makes a fresh console"):
+        env.step(0)
     with pytest.raises(nesle.ClosedEnvError):
-        env.reset()
+        env.ram()
+    obs, info = env.reset(seed=0)
+    want, want_info = fresh.reset(seed=0)
+    np.testing.assert_array_equal(obs, want)
+    assert info == want_info
+    np.testing.assert_array_equal(env.step(RIGHT_B)[0], fresh.step(RIGHT_B)[0])
 
 
 @pytest.mark.parametrize(
@@ -430,6 +451,35 @@ def test_a_bad_seed_is_a_clear_error_and_the_env_stays_usable(seed, error):
         e.reset(seed=0)  # the same env, reset and stepped as if nothing had happened
     assert venv.step(np.zeros(2, np.int64))[0].shape == (2, 2048)
     assert env.step(0)[0].shape == (2048,)
+
+
+def test_a_numpy_integer_seed_is_taken_as_its_int():
+    # Gymnasium's seeding refuses NumPy integers: the env converts the one it accepted.
+    for make in (lambda **k: nesle.make_vec("tetris", 2, **k),
+                 lambda **k: nesle.make("tetris", **k)):  # fmt: skip
+        a, b = make(seed=np.int64(3)), make(seed=3)
+        np.testing.assert_array_equal(a.reset()[0], b.reset()[0])
+        np.testing.assert_array_equal(a.reset(seed=np.uint8(5))[0], b.reset(seed=5)[0])
+        assert a.np_random_seed == 5 and type(a.np_random_seed) is int
+
+
+def test_a_vector_reset_seed_seeds_np_random_as_gymnasium_envs():
+    venv = nesle.make_vec("tetris", 2)
+    venv.reset(seed=7)
+    assert venv.np_random_seed == 7
+    first = venv.np_random.integers(1 << 30)
+    venv.reset(seed=7)
+    assert venv.np_random.integers(1 << 30) == first
+
+
+def test_metadata_says_how_episodes_restart_and_how_fast_pictures_come():
+    on, off = nesle.make_vec("smb", 1), nesle.make_vec("smb", 1, autoreset=False, frameskip=1)
+    assert on.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    assert off.metadata["autoreset_mode"] == gym.vector.AutoresetMode.DISABLED
+    assert (on.metadata["render_fps"], off.metadata["render_fps"]) == (15, 60)
+    assert nesle.make_vec("smb", 1, frameskip=7).metadata["render_fps"] == pytest.approx(60 / 7)
+    assert nesle.make("smb", frameskip=3).metadata["render_fps"] == 20
+    assert type(on).metadata["render_fps"] == 60  # the class's own table is left as it was
 
 
 def test_step_before_reset_raises():
