@@ -9,7 +9,10 @@ its. SB3's contract on top:
   ``infos[i]["TimeLimit.truncated"]`` true when it ended by ``max_episode_steps`` only;
 - ``obs="gray84"`` without frame stacking observes (1, 84, 84), so SB3 sees a channel-first
   image (its CNN policies need a channel axis);
-- ``seed(s)`` takes effect at the next ``reset()``, as in SB3.
+- ``seed(s)`` takes effect at the next ``reset()``, as in SB3;
+- attributes and methods are the one batch's, shared by every console: ``get_attr`` gives the
+  batch's value for each index, ``set_attr`` and ``env_method`` act once on the batch and take
+  ``indices`` naming every env or none (a subset would change or report the whole batch).
 
 Requires ``stable-baselines3`` (``pip install nesle[sb3]``).
 """
@@ -47,10 +50,12 @@ class NesleVecEnv(VecEnv):
                 raise TypeError("NesleVecEnv(venv) takes no other arguments")
             if not game_or_env.autoreset:
                 raise ValueError("NesleVecEnv needs a NesleVectorEnv made with autoreset=True")
+            _check_copy(game_or_env.copy)
             self.venv = game_or_env
         else:
             if num_envs is None:
                 raise TypeError("NesleVecEnv(game_or_rom, num_envs, **make_vec_kwargs)")
+            _check_copy(kwargs.get("copy", True))
             self.venv = NesleVectorEnv(game_or_env, num_envs, **kwargs)
         space = self.venv.single_observation_space
         self._add_channel = self.venv.obs_mode == "gray84" and self.venv.frame_stack == 1
@@ -101,19 +106,37 @@ class NesleVecEnv(VecEnv):
         return [getattr(self.venv, attr_name) for _ in self._get_indices(indices)]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        self._whole_batch("set_attr", indices)
         setattr(self.venv, attr_name, value)
 
     def env_method(
         self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
         **method_kwargs: Any,
     ) -> list[Any]:  # fmt: skip
-        method = getattr(self.venv, method_name)
-        return [method(*method_args, **method_kwargs) for _ in self._get_indices(indices)]
+        """Calls the batch's method once; its result stands for every env."""
+        self._whole_batch("env_method", indices)
+        result = getattr(self.venv, method_name)(*method_args, **method_kwargs)
+        return [result] * self.num_envs
+
+    def _whole_batch(self, verb: str, indices: VecEnvIndices) -> None:
+        named = sorted(set(self._get_indices(indices)))
+        if named != list(range(self.num_envs)):
+            raise ValueError(
+                f"{verb} acts on the one batch all {self.num_envs} envs share, so indices must be "
+                f"None or every env, got {indices!r}"
+            )
 
     def env_is_wrapped(
         self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None
     ) -> list[bool]:
         return [False for _ in self._get_indices(indices)]
+
+
+def _check_copy(copy: Any) -> None:
+    if not copy:  # SB3 keeps a step's observations while it steps again: views would change
+        raise ValueError(
+            "NesleVecEnv needs new observation arrays each step: copy=False is not supported"
+        )
 
 
 def _env_info(info: dict[str, Any], i: int) -> dict[str, Any]:

@@ -36,6 +36,43 @@ def test_sb3_check_env_accepts_the_single_env():
     check_env(nesle.make("smb"), warn=False)
 
 
+def test_sb3_check_env_with_its_render_check_closes_and_reuses_the_env():
+    # SB3's render check calls close() and then keeps stepping the same env.
+    check_env(nesle.make("smb", render_mode="rgb_array"), warn=False, skip_render_check=False)
+
+
+def test_attributes_and_methods_are_the_whole_batchs():
+    env = NesleVecEnv("tetris", 2, seed=0)
+    env.reset()
+    assert env.get_attr("frameskip", indices=[1]) == [4]
+    env.set_attr("label", "a")
+    assert env.get_attr("label") == ["a", "a"]
+    calls = []
+    env.venv.probe = lambda: calls.append(1) or "batch"
+    assert env.env_method("probe") == ["batch", "batch"] and len(calls) == 1  # called once
+    for verb in (lambda: env.set_attr("label", "b", indices=[0]),
+                 lambda: env.env_method("probe", indices=1)):  # fmt: skip
+        with pytest.raises(ValueError, match="indices must be None or every env"):
+            verb()
+    assert env.get_attr("label") == ["a", "a"] and len(calls) == 1  # nothing changed or ran
+    assert env.env_method("probe", indices=[1, 0]) == ["batch", "batch"]
+
+
+def test_views_of_the_observation_buffer_are_refused():
+    with pytest.raises(ValueError, match="copy=False is not supported"):
+        NesleVecEnv("smb", 1, copy=False)
+    with pytest.raises(ValueError, match="copy=False is not supported"):
+        NesleVecEnv(nesle.make_vec("smb", 1, copy=False))
+
+
+def test_a_numpy_integer_seed_works():
+    a, b = NesleVecEnv("tetris", 2, seed=np.int64(3)), NesleVecEnv("tetris", 2, seed=3)
+    np.testing.assert_array_equal(a.reset(), b.reset())
+    a.seed(np.int64(9))
+    b.seed(9)
+    np.testing.assert_array_equal(a.reset(), b.reset())
+
+
 def test_step_wait_reports_terminal_observation_and_time_limit_truncation():
     env = NesleVecEnv("smb", 2, max_episode_steps=40, seed=0)
     first = env.reset()
