@@ -103,6 +103,13 @@ def resolve(action_space: str | ActionSet) -> npt.NDArray[np.uint8]:
                 f"unknown action_space {action_space!r}; known: {known}, or a list of "
                 "button lists such as [['NOOP'], ['right', 'A']]"
             ) from None
+    if not isinstance(action_space, Sequence) or not all(
+        isinstance(combo, (list, tuple)) for combo in action_space
+    ):
+        raise TypeError(
+            "action_space must be a name or a list of button lists such as [['NOOP'], "
+            f"['right', 'A']], got {action_space!r}"
+        )
     if not action_space:
         raise ValueError("action_space must hold at least one action")
     return button_masks(action_space)

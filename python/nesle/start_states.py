@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,11 +65,11 @@ def _load_cached(rom: bytes, name: str) -> StartState | None:
     path = cache_dir(rom) / f"{name}.npz"
     if not path.is_file():
         return None
-    try:
+    try:  # a file cut short, of another build or not ours at all: remake it
         with np.load(path) as z:
             s = StartState(name, z["state"].tobytes(), z["frame"].copy())
-        _native.CpuBatch(rom, 1).load_state(0, s.state)  # refused by this build? remake it
-    except (OSError, ValueError, KeyError):
+        check(rom, s)
+    except (OSError, ValueError, TypeError, KeyError, EOFError, zipfile.BadZipFile):
         return None
     return s
 
@@ -110,7 +111,9 @@ def parse_stage(spec: Any) -> Stage | None:
         return None
     if isinstance(spec, str) and (m := re.fullmatch(r"(\d)-(\d)", spec)):
         spec = (int(m[1]), int(m[2]))
-    if isinstance(spec, tuple) and len(spec) == 2:
+    if isinstance(spec, tuple) and len(spec) == 2 and all(
+        isinstance(x, int) and not isinstance(x, bool) for x in spec
+    ):
         smb_game.target_area(*spec)  # raises for a stage that does not exist
         return (int(spec[0]), int(spec[1]))
     raise ValueError(f"not a Super Mario Bros. stage: {spec!r} (use 'game', '4-2' or (4, 2))")
@@ -224,6 +227,28 @@ def tetris(rom: bytes, *, use_cache: bool = True) -> list[StartState]:
 # --- Any ROM ---
 
 
+def check_screen(frame: Any, what: str) -> None:
+    """Raises ``ValueError`` unless ``frame`` is a screen: (240, 256) uint8 palette indices."""
+    if not (
+        isinstance(frame, np.ndarray) and frame.dtype == np.uint8
+        and frame.shape == (_native.HEIGHT, _native.WIDTH) and frame.max() < 64
+    ):  # fmt: skip
+        raise ValueError(
+            f"{what} must be a uint8 array of shape ({_native.HEIGHT}, {_native.WIDTH}) of "
+            "palette indices (< 64)"
+        )
+
+
+def check(rom: bytes, s: StartState) -> None:
+    """Raises unless ``s`` can start this ROM's episodes: ``nesle.StateError`` for a blob its
+    console refuses (another ROM's, another build's, damaged), ``ValueError`` for a frame that
+    is not a screen."""
+    check_screen(s.frame, f"start state {s.name!r}: frame")
+    if not isinstance(s.state, bytes):
+        raise TypeError(f"start state {s.name!r}: state must be bytes, got {type(s.state)}")
+    _native.CpuBatch(rom, 1).load_state(0, s.state)
+
+
 def from_state(rom: bytes, state: bytes, name: str = "state") -> StartState:
     """A start state from a ``save_state`` blob, one no-op frame later (so its picture is known).
 
@@ -248,9 +273,14 @@ def resolve(game: str | None, rom: bytes, spec: Any) -> list[StartState]:
     ROM: power-on). For SMB also ``"all"``, ``"W-S"``, ``(W, S)``. Anything: a ``save_state``
     blob, a :class:`StartState`, or a list mixing these.
     """
-    items = [spec] if spec is None or isinstance(spec, (str, bytes, tuple, StartState)) else spec
+    single = (str, bytes, bytearray, memoryview, tuple, StartState)
+    items = [spec] if spec is None or isinstance(spec, single) else spec
     if isinstance(spec, str) and spec == "all":
         items = list(smb_game.STAGES) if game == "smb" else [spec]
+    if not isinstance(items, (list, Sequence)):
+        raise TypeError(
+            f"start_states must be a state, a stage name or a list of them, got {type(spec)}"
+        )
     items = list(items)
     if not items:
         raise ValueError("start_states must hold at least one state")
@@ -258,6 +288,7 @@ def resolve(game: str | None, rom: bytes, spec: Any) -> list[StartState]:
     smb_wanted: list[tuple[int, Any]] = []
     for item in items:
         if isinstance(item, StartState):
+            check(rom, item)  # now, rather than at the reset that would restore it
             bank.append(item)
         elif isinstance(item, (bytes, bytearray, memoryview)):
             bank.append(from_state(rom, bytes(item), f"state-{len(bank)}"))

@@ -79,6 +79,7 @@ log = logging.getLogger("nesle")
 OBS_MODES = ("ram", "rgb", "gray84", "none")
 BACKENDS = ("auto", "cuda", "cpu")
 REGROUP_EVERY: int = _native.REGROUP_EVERY
+INT64_MAX = (1 << 63) - 1
 GRAY_SIZE = 84
 #: BT.601 luma weights (what OpenCV's RGB2GRAY and gymnasium's AtariPreprocessing use).
 LUMA = np.array([0.299, 0.587, 0.114])
@@ -343,6 +344,8 @@ class NesleVectorEnv(VectorEnv):
         """
         self._check_open()
         seed = _check_seed(seed)
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
         mask = np.ones(self.num_envs, bool)
         if options and "reset_mask" in options:
             mask = np.asarray(options["reset_mask"])
@@ -470,8 +473,7 @@ class NesleVectorEnv(VectorEnv):
         ROM); its frame stack restarts from the restored screen. Returns its observation."""
         self._check_open()
         i = self._index(i)
-        if not isinstance(state, EnvState):
-            raise TypeError(f"state must be an EnvState from save_state(), got {type(state)}")
+        _check_env_state(state)  # all of it before the console changes
         self._batch.load_state(i, state.console)
         self._batch.set_render(self._draw)
         self._needs_reset = False
@@ -646,9 +648,19 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 def _check_int(name: str, value: Any, lo: int, hi: int | None = None) -> None:
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < lo or (hi is not None and value > hi):
-        bound = f"at least {lo}" if hi is None else f"between {lo} and {hi}"
+    top = INT64_MAX if hi is None else hi  # past it, the native layer's OverflowError has no name
+    if value < lo or value > top:
+        bound = f"at least {lo}" if hi is None and value < lo else f"between {lo} and {top}"
         raise ValueError(f"{name} must be {bound}, got {value}")
+
+
+def _check_env_state(state: Any) -> None:
+    if not isinstance(state, EnvState):
+        raise TypeError(f"state must be an EnvState from save_state(), got {type(state)}")
+    starts.check_screen(state.frame, "EnvState.frame")
+    if not isinstance(state.console, bytes):
+        raise TypeError(f"EnvState.console must be bytes, got {type(state.console).__name__}")
+    _check_int("EnvState.elapsed_steps", state.elapsed_steps, 0)
 
 
 def _check_seed(seed: Any) -> int | None:

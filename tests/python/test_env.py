@@ -343,6 +343,29 @@ def test_a_saved_env_state_replays_identically():
         assert r1[1] == r2[1]
 
 
+def test_a_malformed_env_state_is_refused_before_the_console_changes():
+    venv = nesle.make_vec("smb", 1, obs="gray84", seed=0)
+    venv.reset()
+    state = venv.save_state(0)
+    for _ in range(20):
+        venv.step(np.array([RIGHT_B]))
+    ram, later = venv.ram(), venv.save_state(0)
+    bad = [
+        (vector.EnvState(state.console, state.frame.astype(np.int64), 0), ValueError, "frame"),
+        (vector.EnvState(state.console, state.frame + 64, 0), ValueError, "frame"),
+        (vector.EnvState(state.console, None, 0), ValueError, "frame"),
+        (vector.EnvState(state.console, state.frame, "x"), TypeError, "elapsed_steps"),
+        (vector.EnvState(state.console, state.frame, -1), ValueError, "elapsed_steps"),
+        (vector.EnvState(bytearray(state.console), state.frame, 0), TypeError, "console"),
+        (vector.EnvState(state.console[:-1], state.frame, 0), nesle.StateError, "truncated"),
+    ]
+    for s, error, message in bad:
+        with pytest.raises(error, match=message):
+            venv.load_state(0, s)
+        np.testing.assert_array_equal(venv.ram(), ram)  # console 0 as it was
+    assert venv.save_state(0).console == later.console
+
+
 # --- games other than the known ones ---
 
 
@@ -503,11 +526,49 @@ def test_step_before_reset_raises():
         (dict(regroup_every=2.0), TypeError, "regroup_every"),
         (dict(seed=-1), ValueError, "seed must be at least 0"),
         (dict(seed=1.5), TypeError, "seed must be an int"),
+        (dict(seed=2**64), ValueError, "seed must be between 0 and"),
+        (dict(frame_stack=2**64), ValueError, "frame_stack must be between 1 and"),
+        (dict(max_episode_steps=2**64), ValueError, "max_episode_steps must be between 1 and"),
+        (dict(action_space=5), TypeError, "action_space must be a name or a list"),
+        (dict(action_space=["right", "A"]), TypeError, "action_space must be a name or a list"),
+        (dict(start_states=123), TypeError, "start_states must be a state"),
+        (dict(start_states=("1", "1")), ValueError, "not a Super Mario Bros. stage"),
+        (dict(start_states=(1.5, 1)), ValueError, "not a Super Mario Bros. stage"),
+        (dict(start_states=(True, 1)), ValueError, "not a Super Mario Bros. stage"),
     ],
 )
 def test_bad_options_raise_clear_errors(kwargs, error, message):
     with pytest.raises(error, match=message):
         nesle.make_vec("smb", 1, **kwargs)
+
+
+def test_num_envs_past_int64_is_a_value_error_naming_it():
+    with pytest.raises(ValueError, match="num_envs must be between 1 and"):
+        nesle.make_vec("smb", 2**64, backend="cpu")
+
+
+def test_a_start_state_another_rom_or_a_bad_frame_is_refused_when_the_env_is_made(tetris_rom):
+    good = nesle.make_vec("smb", 1).start_bank[0]
+    foreign = nesle.start_states.tetris(tetris_rom)[0]
+    StartState = nesle.start_states.StartState
+    bad = [
+        (foreign, nesle.StateError, "another ROM"),
+        (StartState("junk", b"junk", good.frame), nesle.StateError, "truncated"),
+        (StartState("f", good.state, good.frame.astype(np.int64)), ValueError, "frame must be"),
+        (StartState("f", good.state, good.frame[:10]), ValueError, "frame must be"),
+        (StartState("f", good.state, good.frame + 64), ValueError, "frame must be"),
+    ]
+    for s, error, message in bad:
+        with pytest.raises(error, match=message):
+            nesle.make_vec("smb", 1, start_states=[good, s])
+    nesle.make_vec("smb", 1, start_states=[good]).reset(seed=0)  # a good one still is taken
+
+
+def test_reset_options_must_be_a_dict():
+    venv = nesle.make_vec("smb", 1)
+    with pytest.raises(TypeError, match="options must be a dict or None, got str"):
+        venv.reset(options="reset_mask")
+    venv.reset(options={})
 
 
 def test_more_envs_than_the_host_holds_is_a_memory_error_before_any_array():

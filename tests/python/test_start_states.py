@@ -51,9 +51,16 @@ def test_start_states_are_cached_by_rom_hash_and_reused(smb_rom, fresh_cache):
 def test_a_corrupt_cache_file_is_remade(smb_rom, fresh_cache):
     (made,) = start_states.smb(smb_rom, ["1-3"])
     (path,) = fresh_cache.glob("nesle/states/*/*/smb-1-3.npz")
-    path.write_bytes(b"not an npz")
+    whole = path.read_bytes()
+    for damaged in (b"not an npz", whole[: len(whole) // 2], b""):
+        path.write_bytes(damaged)
+        (again,) = start_states.smb(smb_rom, ["1-3"])
+        assert again.state == made.state
+        assert path.read_bytes() == whole  # and the cache holds the whole file again
+    # A readable file with a frame that is not a screen is remade too.
+    np.savez(path, state=np.frombuffer(made.state, np.uint8), frame=made.frame[:10])
     (again,) = start_states.smb(smb_rom, ["1-3"])
-    assert again.state == made.state
+    assert again.frame.shape == (240, 256)
 
 
 def test_envs_take_start_states_round_robin(smb_rom, fresh_cache):
