@@ -81,3 +81,8 @@ def test_copy_and_other_devices_are_refused():
 def test_a_view_past_the_data_is_refused():
     with pytest.raises(ValueError):
         _native._host_view(DATA, [3, 10], [10, 1], 2)
+    # Extents whose products pass i64 must not wrap around into a small, "in bounds" end.
+    with pytest.raises(ValueError, match="past the data"):
+        _native._host_view(DATA, [3, 3], [2**62, 2**62], 0)
+    with pytest.raises(ValueError, match="past the data"):
+        _native._host_view(DATA, [2, 1], [2**63 - 1, 1], 2**63)

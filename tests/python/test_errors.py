@@ -109,7 +109,20 @@ def test_bad_states_raise_state_error_and_leave_the_console_alone(smb_rom, corru
         b.load_state(0, corrupt(good))
     with pytest.raises(nesle.StateError):
         b.restore(corrupt(good))
+    with pytest.raises(nesle.StateError):  # a mask naming no console does not skip the check
+        b.restore(corrupt(good), np.zeros(1, bool))
     assert b.save_state(0) == good
+
+
+@pytest.mark.parametrize(
+    "pixels",
+    [np.zeros((1, 240, 256), np.int16), np.zeros((1, 240, 256), bool), [[[0]]], None],
+    ids=["int16", "bool", "list", "none"],
+)
+def test_gray84_of_pixels_of_another_type_is_a_clear_type_error(pixels):
+    want = r"pixels must be a numpy.ndarray of dtype uint8 and shape \(N, 240, 256\)"
+    with pytest.raises(TypeError, match=want):
+        nesle._native.gray84(pixels)
 
 
 def test_a_state_from_another_rom_is_refused(smb_rom, blank_rom):

@@ -712,6 +712,12 @@ impl CpuBatch {
         mask: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let mask = self.mask(mask)?;
+        if !mask.contains(&true) {
+            // Nothing to restore, but a bad blob is still an error: check it on a copy.
+            return self
+                .run(py, |_, power_on, _| power_on.clone().load_state(state))?
+                .map_err(state_error);
+        }
         let results = self.run(py, |cs, _, mirrors| {
             cs.par_iter_mut()
                 .zip(mask.par_iter())

@@ -326,8 +326,16 @@ pub fn _host_view(data: Vec<u8>, shape: Vec<i64>, strides: Vec<i64>, offset: usi
     if shape.len() != strides.len() || shape.iter().any(|&d| d < 0) || strides.iter().any(|&s| s < 0) {
         return Err(PyValueError::new_err("shape and strides: same length, non-negative"));
     }
-    let last = shape.iter().zip(&strides).map(|(&d, &s)| (d.max(1) - 1) * s).sum::<i64>() as usize;
-    if shape.iter().all(|&d| d > 0) && offset + last >= data.len() {
+    // Checked: a shape times a stride past i64 reaches past any data, and must not wrap.
+    let last = shape
+        .iter()
+        .zip(&strides)
+        .try_fold(0i64, |acc, (&d, &s)| {
+            (d.max(1) - 1).checked_mul(s).and_then(|x| acc.checked_add(x))
+        })
+        .and_then(|l| usize::try_from(l).ok())
+        .and_then(|l| l.checked_add(offset));
+    if shape.iter().all(|&d| d > 0) && last.is_none_or(|end| end >= data.len()) {
         return Err(PyValueError::new_err("the view reaches past the data"));
     }
     let owner: Arc<Vec<u8>> = Arc::new(data);

@@ -18,7 +18,8 @@ mod error;
 
 use nes_core::cart::{Header, Mirroring};
 use nes_cuda::picture::{GRAY_PIXELS, GRAY_SIZE};
-use pyo3::exceptions::PyValueError;
+use numpy::PyArrayMethods;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use rayon::prelude::*;
 use pyo3::types::PyDict;
@@ -75,9 +76,20 @@ fn palette<'py>(py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray2<u8>>> {
 #[pyo3(signature = (pixels, *, out = None))]
 fn gray84<'py>(
     py: Python<'py>,
-    pixels: numpy::PyReadonlyArrayDyn<'py, u8>,
+    pixels: &Bound<'py, PyAny>,
     out: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let pixels = pixels
+        .cast::<numpy::PyArrayDyn<u8>>()
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "pixels must be a numpy.ndarray of dtype uint8 and shape (N, {HEIGHT}, {WIDTH}), \
+                 got {}",
+                batch::describe(pixels)
+            ))
+        })?
+        .try_readonly()
+        .map_err(|e| PyValueError::new_err(format!("pixels: {e}")))?;
     let shape = pixels.as_array().shape().to_vec();
     if shape.len() != 3 || shape[1] != HEIGHT || shape[2] != WIDTH {
         return Err(PyValueError::new_err(format!("pixels must have shape (N, {HEIGHT}, {WIDTH}), got {shape:?}")));
