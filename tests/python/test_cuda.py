@@ -196,6 +196,17 @@ def test_make_vec_on_cuda_matches_cpu(game, n, kwargs):
     rng = np.random.default_rng(2)
     ended = 0
     for t in range(steps):
+        if t == steps // 2:  # a third of the envs restarted by hand: the same starts and masks
+            mask = np.arange(n) % 3 == 0
+            (o1, j1), (o2, j2) = (e.reset(options={"reset_mask": mask}) for e in (cpu, gpu))
+            np.testing.assert_array_equal(o1, o2.cpu().numpy())
+            j2 = to_numpy(j2)
+            assert list(j1) == list(j2) and j2["_elapsed_steps"].tolist() == mask.tolist()
+            for key in j1:
+                for sub in j1[key] if isinstance(j1[key], dict) else [None]:
+                    x = j1[key] if sub is None else j1[key][sub]
+                    y = j2[key] if sub is None else j2[key][sub]
+                    np.testing.assert_array_equal(x, y, err_msg=f"masked reset's info {key} {sub}")
         a = rng.integers(0, cpu.single_action_space.n, n)
         # Actions as a CUDA tensor half of the time: both must be accepted.
         r1, r2 = cpu.step(a), gpu.step(torch.as_tensor(a, device="cuda") if t % 2 else a)

@@ -124,6 +124,13 @@ def test_the_device_step_matches_the_cpu_backend(monkeypatch, game, n, kwargs):
     rng = np.random.default_rng(2)
     ended = 0
     for t in range(30):
+        if t == 15:  # a third of the envs restarted by hand: the same starts and info masks
+            mask = np.arange(n) % 3 == 0
+            o1, j1 = cpu.reset(options={"reset_mask": mask})
+            o2, j2 = dev.reset(options={"reset_mask": mask})
+            _same(o1, o2, "masked reset obs")
+            _same_info(j1, j2, "masked reset info")
+            assert to_numpy(j2["_elapsed_steps"]).tolist() == mask.tolist()
         a = rng.integers(0, cpu.single_action_space.n, n)
         r1, r2 = cpu.step(a), dev.step(torch.as_tensor(a) if t % 2 else a)
         for name, x, y in zip(("obs", "reward", "terminated", "truncated"), r1[:4], r2[:4]):
