@@ -58,6 +58,12 @@ class NesleEnv(gym.Env):
                 raise TypeError(
                     f"action must be an int in 0..{self.vec.num_actions - 1}, got {action!r}"
                 )
+        if isinstance(action, int) and not 0 <= action < self.vec.num_actions:
+            # Here, where NumPy would hold an int past int64 as an object, not an integer.
+            raise ValueError(
+                f"action {action} is out of range: the action space is "
+                f"Discrete({self.vec.num_actions})"
+            )
         # NumPy out on every backend (a CUDA backend's tensors come to the host here).
         step = to_numpy(self.vec.step(np.asarray([action])))
         obs, reward, terminated, truncated, info = step

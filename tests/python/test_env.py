@@ -451,6 +451,8 @@ def test_bad_single_env_actions_raise_clear_errors():
     env.reset(seed=0)
     with pytest.raises(ValueError, match="out of range"):
         env.step(7)
+    with pytest.raises(ValueError, match=r"action 1180591620717411303424 is out of range"):
+        env.step(2**70)
     with pytest.raises(TypeError, match="action must be an int"):
         env.step(1.5)
 
