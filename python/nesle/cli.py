@@ -189,12 +189,20 @@ def _roms_list(args: argparse.Namespace) -> int:
 
 
 def _positive(text: str) -> int:
+    return _at_least(text, 1, "a positive integer")
+
+
+def _non_negative(text: str) -> int:
+    return _at_least(text, 0, "an integer >= 0")
+
+
+def _at_least(text: str, lo: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    if value < lo:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {value}")
     return value
 
 
@@ -359,7 +367,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="boot Super Mario Bros. and run right; save a screenshot")
-    demo.add_argument("--frames", type=int, default=300, help="frames to run right (default 300)")
+    demo.add_argument("--frames", type=_positive, default=300,
+                      help="frames to run right (default 300)")
     demo.add_argument("--out", type=Path, default=Path("mario.png"), help="PNG to write")
     demo.add_argument("--rom", default="smb", help="ROM path or game name (default smb)")
     demo.set_defaults(func=_demo)
@@ -371,16 +380,18 @@ def parser() -> argparse.ArgumentParser:
                        help="env counts (default: 1 16 on the CPU; 1 4096 16384 65536 131072 on CUDA)")
     bench.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"],
                        help="auto (the default): CUDA when it can run here, else the CPU")
-    bench.add_argument("--pixels", action="store_true", help="pixel output on (B+pixels)")
+    bench.add_argument("--pixels", action="store_true",
+                       help="an 84x84 gray picture each step in every protocol run "
+                            "(--protocol B --pixels: B+pixels)")
     bench.add_argument("--rgb", action="store_true",
-                       help="B+pixels with the full 240x256 RGB observation instead of 84x84 gray")
+                       help="as --pixels with the full 240x256 RGB observation instead")
     bench.add_argument("--env", action="store_true",
                        help="step through the Python environment (make_vec), not the raw batch")
     bench.add_argument("--compare-env", action="store_true",
                        help="run each protocol on the raw batch and through make_vec, alternating "
                             "--rounds times, and report the Python layer's cost")
     bench.add_argument("--rounds", type=_positive, default=1, help="rounds of --compare-env (default 1)")
-    bench.add_argument("--warmup", type=int, default=30, help="untimed steps (default 30)")
+    bench.add_argument("--warmup", type=_non_negative, default=30, help="untimed steps (default 30)")
     bench.add_argument("--steps", type=_positive, default=200, help="timed steps (default 200)")
     bench.add_argument("--json", type=Path, help="write the rows as JSON here")
     bench.set_defaults(func=_bench)

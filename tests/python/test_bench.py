@@ -67,11 +67,21 @@ def test_the_cuda_backend_is_a_clear_error_without_a_gpu_build(capsys):
     assert out.out == ""  # refused before the table's header
 
 
-@pytest.mark.parametrize("argv", [["--envs", "0"], ["--envs", "4", "-2"], ["--steps", "0"], ["--rounds", "0"]])
-def test_counts_below_one_are_usage_errors(argv):
+@pytest.mark.parametrize("argv", [["--envs", "0"], ["--envs", "4", "-2"], ["--steps", "0"], ["--rounds", "0"],
+                                  ["--warmup", "-3"]])  # fmt: skip
+def test_counts_below_one_are_usage_errors(argv, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["bench", "--backend", "cpu", *argv])
     assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "must be" in err and "Traceback" not in err
+
+
+def test_demo_frames_below_one_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["demo", "--frames", "-5"])
+    assert e.value.code == 2
+    assert "--frames: must be a positive integer, got -5" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("protocol, kw, error, match", [
