@@ -239,8 +239,12 @@ def _record_agent(args: argparse.Namespace) -> int:
     # One console: the CPU backend, whatever the agent trained on (the same emulation).
     run = dataclasses.replace(run, backend="cpu", game=args.rom or run.game).resolved("cpu")
     _load_or_fetch(run.game)
-    r = ppo.record(agent, run, args.out, seed=args.seed, greedy=args.greedy,
-                   max_steps=max(args.frames // run.frameskip, 1) if args.frames else 5000)  # fmt: skip
+    try:
+        r = ppo.record(agent, run, args.out, seed=args.seed, greedy=args.greedy,
+                       max_steps=max(args.frames // run.frameskip, 1) if args.frames else 5000)  # fmt: skip
+    except ValueError as e:  # a bad seed, or an agent of another game's env: before any file
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     size = args.out.stat().st_size
     what = "greedy" if args.greedy else f"sampled, seed {args.seed}"
     line = f"episode: return {r.get('episode_return', float('nan')):.1f}, "

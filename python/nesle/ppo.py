@@ -147,7 +147,9 @@ class Args:
     resume: str | None = None
     """An ``agent.pt`` to start from: its weights and Adam's state. Its network must be this
     run's (the same ``obs``, ``frame_stack``, actions and ``hidden``); the learning rate's
-    schedule and the reward's running statistics start afresh."""
+    schedule and the reward's running statistics start afresh. Into an ``out`` that holds a
+    ``log.jsonl`` already, its rows are appended (``update`` and ``steps`` counted from the
+    resume)."""
 
     def resolved(self, backend: str) -> Args:
         """These args with the defaults that depend on the backend filled in."""
@@ -167,26 +169,49 @@ class Args:
 
 
 def check(args: Args) -> None:
-    """Raise ``ValueError`` naming the first setting that cannot run."""
+    """Raise ``ValueError`` naming the first setting that cannot run (before anything runs or
+    is written: a value that would only fail, or turn the run to NaN, in its first update)."""
     if args.obs not in NETWORKS:
         raise ValueError(f"obs must be one of {list(NETWORKS)} to train, got {args.obs!r}")
-    positive = ("num_minibatches", "update_epochs", "hidden")
-    for name in positive:
+
+    def whole(name: str, lo: int, optional: bool = False) -> None:
         value = getattr(args, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if not isinstance(args.save_every, int) or args.save_every < 0:
-        raise ValueError(f"save_every must be an int >= 0, got {args.save_every!r}")
+        if optional and value is None:
+            return
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < lo:
+            what = "a positive int" if lo == 1 else f"an int >= {lo}"
+            what += " or None" if optional else ""
+            raise ValueError(f"{name} must be {what}, got {value!r}")
+
+    def real(name: str, ok: Callable[[float], bool], what: str, optional: bool = False) -> None:
+        value = getattr(args, name)
+        if optional and value is None:
+            return
+        number = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+        if not (number and ok(value)):
+            raise ValueError(f"{name} must be {what}, got {value!r}")
+
+    for name in ("num_minibatches", "update_epochs", "hidden"):
+        whole(name, 1)
+    whole("save_every", 0)
+    whole("seed", 0)
     for name in ("total_steps", "num_envs", "frame_stack", "num_steps"):
-        value = getattr(args, name)
-        if value is not None and (not isinstance(value, int) or value < 1):
-            raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+        whole(name, 1, optional=True)
     for name in ("gamma", "gae_lambda"):
-        if not 0.0 <= getattr(args, name) <= 1.0:
-            raise ValueError(f"{name} must be in [0, 1], got {getattr(args, name)!r}")
-    for name in ("learning_rate", "clip_coef", "max_grad_norm"):
-        if not getattr(args, name) > 0:
-            raise ValueError(f"{name} must be positive, got {getattr(args, name)!r}")
+        real(name, lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
+    real("learning_rate", lambda v: 0 < v < math.inf, "positive and finite")
+    for name in ("clip_coef", "max_grad_norm"):  # infinity: no clipping
+        real(name, lambda v: v > 0, "positive")
+    for name in ("ent_coef", "vf_coef"):
+        real(name, lambda v: 0 <= v < math.inf, "finite and >= 0")
+    real("target_kl", lambda v: 0 < v < math.inf, "positive and finite, or None", optional=True)
+    if args.num_envs is not None and args.num_steps is not None:
+        batch = args.num_envs * args.num_steps
+        if batch % args.num_minibatches:
+            raise ValueError(
+                f"num_minibatches ({args.num_minibatches}) must divide the rollout's "
+                f"num_envs * num_steps = {batch} samples into equal minibatches"
+            )
 
 
 # --- the agent ---
@@ -307,19 +332,43 @@ def args_of(agent: Agent) -> Args:
     if agent.args is None:
         raise ValueError("this agent was saved without its run's args (nesle.ppo.save(args=...))")
     known = {f.name for f in dataclasses.fields(Args)}
+    for k, v in agent.args.items():
+        if isinstance(v, dict) and UNSAVED in v:
+            raise ValueError(
+                f"this agent's run set {k}={v[UNSAVED]}, which cannot be saved: build its "
+                f"Args yourself, with that {k}"
+            )
     return Args(**{k: v for k, v in agent.args.items() if k in known})
 
 
 def _plain(value: dict[str, Any]) -> dict[str, Any]:
-    plain: dict[str, Any] = json.loads(json.dumps(value, default=str))
+    plain: dict[str, Any] = json.loads(json.dumps(value, default=_unsaved))
     return plain
+
+
+def _unsaved(value: Any) -> dict[str, str]:
+    """What a setting JSON cannot hold (a reward callable) is saved as: its name, marked."""
+    return {UNSAVED: repr(value)}
+
+
+#: The key of a setting saved by its name only (see :func:`_unsaved`).
+UNSAVED = "nesle-unsaved"
+
+
+def _json_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A log row as strict JSON: a number that is not finite (the explained variance of a
+    rollout of one sample) as null."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
 
 
 def load(path: str | Path, device: str | torch.device = "cpu") -> Agent:
     """An :class:`Agent` saved by :func:`save` (or by :func:`train` as ``agent.pt``), in eval
     mode on ``device``. Its run's args are in ``agent.args`` (a dict, or None)."""
+    device = torch.device(device)  # a bad device name is its own error, not the file's
     try:
-        blob = torch.load(Path(path), map_location=device, weights_only=True)
+        # Onto the CPU first: a file saved on a GPU loads on a machine without one, and a
+        # device that cannot be used is .to()'s error below, not a verdict on the file.
+        blob = torch.load(Path(path), map_location="cpu", weights_only=True)
     except OSError:  # a missing or unreadable file says so itself
         raise
     except Exception as e:  # truncated, not torch's format, or objects weights_only refuses
@@ -329,9 +378,13 @@ def load(path: str | Path, device: str | torch.device = "cpu") -> Agent:
         raise ValueError(f"{path} is not a nesle PPO agent ({type(e).__name__}: {why})") from e
     if not isinstance(blob, dict) or blob.get("format") != "nesle-ppo-1":
         raise ValueError(f"{path} is not a nesle PPO agent (saved by nesle.ppo.save)")
-    agent = Agent(tuple(blob["obs_shape"]), blob["num_actions"], blob["network"], blob["hidden"])
-    agent.load_state_dict(blob["state_dict"])
-    agent.args = blob["args"]
+    try:
+        shape, actions = tuple(blob["obs_shape"]), blob["num_actions"]
+        agent = Agent(shape, actions, blob["network"], blob["hidden"])
+        agent.load_state_dict(blob["state_dict"])
+        agent.args = blob["args"]
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:  # parts missing or not its own
+        raise ValueError(f"{path} is not a whole nesle PPO agent ({type(e).__name__}: {e})") from e
     agent.optimizer_state = blob.get("optimizer")
     return agent.to(device).eval()
 
@@ -543,8 +596,10 @@ def evaluate(
     info (as :func:`train` logs them), and ``unfinished``: envs still playing after
     ``max_steps`` (left out of the means). The same seed gives the same episodes: it seeds the
     env and the actions' draws."""
+    _check_episode_args(max_steps, seed)
     env = make_env(args, num_envs, seed)
     try:
+        _check_fits(agent, env)
         device = next(agent.parameters()).device
         generator = torch.Generator(device).manual_seed(seed)
         stats = EpisodeStats(num_envs, device)
@@ -574,10 +629,12 @@ def record(
     from nesle import record as rec
 
     rec.check_out(out, rec.FORMATS)
+    _check_episode_args(max_steps, seed)
     # Without autoreset the env stops on the episode's last screen, and its info is the end's.
     env = make_env(args, 1, seed, render_mode="rgb_array", autoreset=False)
     writer = None
     try:
+        _check_fits(agent, env)  # before the writer: no file for an agent of another game
         device = next(agent.parameters()).device
         generator = torch.Generator(device).manual_seed(seed)
         stats = EpisodeStats(1, device)
@@ -600,6 +657,23 @@ def record(
         env.close()
 
 
+def _check_episode_args(max_steps: Any, seed: Any) -> None:
+    if not isinstance(max_steps, (int, np.integer)) or isinstance(max_steps, bool) or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+    nesle.vector._check_seed(seed)  # the env's own words, before the env is made
+
+
+def _check_fits(agent: Agent, env: Any) -> None:
+    """``ValueError`` unless ``agent`` sees ``env``'s observations and picks its actions."""
+    shape, n = tuple(env.single_observation_space.shape), int(env.single_action_space.n)
+    if (tuple(agent.obs_shape), int(agent.num_actions)) != (shape, n):
+        raise ValueError(
+            f"this agent sees observations {tuple(agent.obs_shape)} and picks from "
+            f"{agent.num_actions} actions, and this env's are {shape} and {n}: its obs, "
+            "frame_stack or action_space are another run's"
+        )
+
+
 def train(args: Args, on_update: Callable[[dict[str, float]], None] | None = None) -> Result:
     """Train an agent with PPO; ``on_update`` gets each update's log row as it is made. The
     run seeds torch's generators with ``args.seed`` and leaves the caller's as they were, and
@@ -609,6 +683,7 @@ def train(args: Args, on_update: Callable[[dict[str, float]], None] | None = Non
     if backend == "auto":
         backend = "cuda" if nesle.vector.cuda_available(args.device)[0] else "cpu"
     args = args.resolved(backend)
+    check(args)  # again, with the backend's defaults filled in
     assert args.num_envs is not None and args.frame_stack is not None
     assert args.total_steps is not None
 
@@ -715,12 +790,21 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
     # The rollout, on the env's device.
     if device.type == "cuda":
         _check_gpu_memory(args, agent, device)
-    obs = torch.zeros((t_max, n, *obs_shape), dtype=torch.uint8, device=device)
-    actions = torch.zeros((t_max, n), dtype=torch.int64, device=device)
-    logprobs = torch.zeros((t_max, n), device=device)
-    rewards = torch.zeros((t_max, n), device=device)
-    dones = torch.zeros((t_max, n), device=device)
-    values = torch.zeros((t_max, n), device=device)
+    try:
+        obs = torch.zeros((t_max, n, *obs_shape), dtype=torch.uint8, device=device)
+        actions = torch.zeros((t_max, n), dtype=torch.int64, device=device)
+        logprobs = torch.zeros((t_max, n), device=device)
+        rewards = torch.zeros((t_max, n), device=device)
+        dones = torch.zeros((t_max, n), device=device)
+        values = torch.zeros((t_max, n), device=device)
+    except RuntimeError as e:  # the host's allocator (the GPU's was asked above)
+        if "allocate" not in str(e):
+            raise
+        raise MemoryError(
+            f"PPO's rollout needs about {gpu_memory_need(args, agent) / 2**30:.1f} GiB of host "
+            f"memory, more than this machine can give: lower num_envs ({args.num_envs}) or "
+            f"num_steps ({args.num_steps})"
+        ) from None
 
     scaler = RewardScaler(n, args.gamma, device) if args.norm_reward else None
     stats = EpisodeStats(n, device)
@@ -734,7 +818,8 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "args.json").write_text(json.dumps(_plain(dataclasses.asdict(args)), indent=1))
-        (out / "log.jsonl").write_text("")
+        if args.resume is None or not (out / "log.jsonl").exists():
+            (out / "log.jsonl").write_text("")  # a resumed run's rows follow the earlier ones
 
     next_obs = _as_tensor(first_obs, device)
     steps = 0
@@ -840,7 +925,7 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
             log.append(row)
             if out is not None:
                 with (out / "log.jsonl").open("a") as f:
-                    f.write(json.dumps(row) + "\n")
+                    f.write(json.dumps(_json_row(row)) + "\n")
             if on_update is not None:
                 on_update(row)
             if out is not None and args.save_every and update % args.save_every == 0:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
@@ -182,6 +183,11 @@ def test_a_run_resumes_from_a_saved_agent_and_its_optimizer_state(tmp_path, smb_
         assert not torch.allclose(w0, w2, atol=1e-6), name
     with pytest.raises(ValueError, match="cannot resume"):
         ppo.train(tiny(resume=str(tmp_path / "a" / "agent.pt"), obs="gray84", num_envs=2))
+    # Resumed into its own folder, a run's log goes on after the earlier rows.
+    rows = (tmp_path / "a" / "log.jsonl").read_text().splitlines()
+    ppo.train(tiny(resume=str(tmp_path / "a" / "agent.pt"), out=str(tmp_path / "a")))
+    after = (tmp_path / "a" / "log.jsonl").read_text().splitlines()
+    assert after[: len(rows)] == rows and len(after) == 2 * len(rows)
 
 
 def test_the_same_seed_gives_the_same_run_and_another_seed_another(smb_rom):
@@ -327,6 +333,112 @@ def test_bad_settings_and_files_are_clear_errors(tmp_path, capsys, smb_rom):
     if not nesle.vector.cuda_available()[0]:
         assert cli.main(["train", "smb", "--backend", "cuda", "--steps", "32"]) == 2
         assert "backend='cuda' is unavailable" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    (dict(learning_rate=math.inf), "learning_rate must be positive and finite"),
+    (dict(learning_rate="1e-3"), "learning_rate must be positive and finite, got '1e-3'"),
+    (dict(learning_rate=True), "learning_rate must be"),
+    (dict(ent_coef=math.nan), "ent_coef must be finite and >= 0"),
+    (dict(vf_coef=math.inf), "vf_coef must be finite and >= 0"),
+    (dict(vf_coef=-1.0), "vf_coef must be finite and >= 0"),
+    (dict(target_kl=-1.0), "target_kl must be positive and finite, or None"),
+    (dict(target_kl=math.nan), "target_kl must be positive and finite, or None"),
+    (dict(gamma=None), "gamma must be in"),
+    (dict(seed=None), "seed must be an int >= 0"),
+    (dict(num_steps=True), "num_steps must be a positive int or None"),
+    (dict(save_every=True), "save_every must be an int >= 0"),
+    (dict(num_minibatches=3), r"num_minibatches \(3\) must divide .* = 64 samples"),
+    (dict(num_minibatches=128), r"num_minibatches \(128\) must divide"),
+])  # fmt: skip
+def test_settings_that_would_fail_or_turn_to_nan_in_the_first_update_are_refused_first(
+    tmp_path, setting, message
+):
+    run = tiny(out=str(tmp_path / "run"), **setting)
+    with pytest.raises(ValueError, match=message):
+        ppo.train(run)
+    assert not (tmp_path / "run").exists()  # nothing written, nothing of an earlier run lost
+
+
+def test_settings_of_numpy_ints_and_unset_minibatch_splits_are_taken():
+    ppo.check(tiny(num_envs=np.int64(4), num_steps=np.int64(16)))
+    ppo.check(tiny(num_envs=None, num_minibatches=3))  # the batch is known once resolved
+    with pytest.raises(ValueError, match="must divide"):  # ... and checked then
+        ppo.train(tiny(num_envs=5, num_steps=7, num_minibatches=3))
+
+
+def test_a_rollout_larger_than_the_host_is_a_memory_error_naming_its_size(smb_rom):
+    with pytest.raises(MemoryError, match=r"rollout needs about \d[\d,.]* GiB of host memory"):
+        ppo.train(tiny(num_envs=2, num_steps=2**50, num_minibatches=1))
+
+
+@pytest.mark.filterwarnings("ignore:var\\(\\). degrees of freedom")
+def test_the_log_is_strict_json_when_a_number_is_not_finite(tmp_path, smb_rom):
+    # One sample a rollout: its returns have no variance, so the explained variance is NaN.
+    r = ppo.train(tiny(num_envs=1, num_steps=1, total_steps=2, num_minibatches=1,
+                       out=str(tmp_path)))  # fmt: skip
+    assert math.isnan(r.log[0]["explained_variance"])
+
+    def refuse(constant):
+        raise AssertionError(f"{constant} is not JSON")
+
+    rows = [json.loads(line, parse_constant=refuse) for line in (tmp_path / "log.jsonl").open()]
+    assert rows[0]["explained_variance"] is None and len(rows) == 2
+
+
+def test_an_agent_whose_run_had_a_reward_callable_says_so_when_its_args_are_asked(tmp_path, smb_rom):
+    ppo.train(tiny(reward=lambda prev, ram: np.zeros(len(ram)), out=str(tmp_path)))
+    agent = ppo.load(tmp_path / "agent.pt")
+    with pytest.raises(ValueError, match=r"set reward=<function .*which cannot be saved"):
+        ppo.args_of(agent)
+    assert cli.main(["record", "--agent", str(tmp_path / "agent.pt"),
+                     "--out", str(tmp_path / "x.gif")]) == 2  # fmt: skip
+    assert not (tmp_path / "x.gif").exists()
+
+
+def test_agent_files_with_parts_missing_or_for_another_device_are_told_apart(tmp_path, smb_rom):
+    path = tmp_path / "agent.pt"
+    torch.save({"format": "nesle-ppo-1"}, path)
+    with pytest.raises(ValueError, match=r"is not a whole nesle PPO agent \(KeyError: 'obs_shape'\)"):
+        ppo.load(path)
+    assert cli.main(["record", "--agent", str(path), "--out", str(tmp_path / "x.gif")]) == 2
+    ppo.save(ppo.Agent((2048,), 7, "mlp", 16), path)
+    with pytest.raises(RuntimeError, match="bogus") as e:
+        ppo.load(path, device="bogus")
+    assert "not a nesle PPO agent" not in str(e.value)
+    if not torch.cuda.is_available():  # the device's fault, not the file's
+        with pytest.raises(Exception) as e:
+            ppo.load(path, device="cuda")
+        assert "not a nesle PPO agent" not in str(e.value)
+    assert ppo.load(path).num_actions == 7
+
+
+def test_an_agent_of_another_env_is_refused_before_any_step_or_file(tmp_path, capsys, smb_rom):
+    tetris_like = ppo.Agent((2048,), 12, "mlp", 16)  # SMB's "simple" set has 7 actions
+    args = tiny().resolved("cpu")
+    out = tmp_path / "x.gif"
+    with pytest.raises(ValueError, match=r"picks from 12 actions, and this env's are \(2048,\) and 7"):
+        ppo.record(tetris_like, args, out)
+    assert not out.exists()
+    with pytest.raises(ValueError, match="picks from 12 actions"):
+        ppo.evaluate(tetris_like, args, num_envs=2)
+    for bad in (0, -5, 2.5):
+        with pytest.raises(ValueError, match="max_steps must be a positive int"):
+            ppo.evaluate(ppo.Agent((2048,), 7, "mlp", 16), args, max_steps=bad)
+    path = tmp_path / "agent.pt"
+    ppo.save(ppo.Agent((2048,), 7, "mlp", 16), path, args)
+    assert cli.main(["record", "--agent", str(path), "--out", str(out), "--seed", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "seed must be at least 0" in err and "Traceback" not in err and not out.exists()
+
+
+@pytest.mark.parametrize("weight", ['"x"', "null", '{"a": 1}', "[1, 2]", "NaN", "Infinity", "true"])
+def test_a_shaped_reward_weight_that_is_not_a_finite_number_is_one_error_line(weight, capsys, smb_rom):
+    argv = ["train", "smb", "--backend", "cpu", "--envs", "2", "--num-steps", "8", "--steps", "16",
+            "--reward", f'{{"death": {weight}}}']  # fmt: skip
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "shaped reward 'death' must be a finite number" in err and "Traceback" not in err
 
 
 def test_the_step_budget_left_unset_is_the_backends_own():

@@ -236,6 +236,10 @@ def shaped_reward(prev: Ram, ram: Ram, **weights: float) -> npt.NDArray[np.float
         raise ValueError(
             f"unknown shaped reward components {sorted(unknown)}; known: {list(SHAPED_REWARD)}"
         )
+    for name, value in weights.items():
+        number = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+        if not (number and np.isfinite(value)):
+            raise ValueError(f"shaped reward {name!r} must be a finite number, got {value!r}")
     w = {**SHAPED_REWARD, **weights}
     dx = x_pos(ram) - x_pos(prev)
     moved = abs(dx) <= MAX_X_DELTA
