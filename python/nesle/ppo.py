@@ -346,13 +346,16 @@ def _plain(value: dict[str, Any]) -> dict[str, Any]:
     return plain
 
 
-def _unsaved(value: Any) -> dict[str, str]:
-    """What a setting JSON cannot hold (a reward callable) is saved as: its name, marked."""
-    return {UNSAVED: repr(value)}
-
-
 #: The key of a setting saved by its name only (see :func:`_unsaved`).
 UNSAVED = "nesle-unsaved"
+
+
+def _unsaved(value: Any) -> Any:
+    """What JSON cannot hold as it is: a NumPy number as its Python number; anything else (a
+    reward callable) by its name, marked so that :func:`args_of` refuses it."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return {UNSAVED: repr(value)}
 
 
 def _json_row(row: dict[str, Any]) -> dict[str, Any]:

@@ -260,11 +260,12 @@ class NesleVectorEnv(VectorEnv):
         game, rom = load_game(game_or_rom)
         self._rom = rom
         self.game = game
-        self.num_envs = num_envs
-        self.frameskip = frameskip
+        # Python ints, whatever integer type they came as (they reach JSON logs and records).
+        self.num_envs = int(num_envs)
+        self.frameskip = int(frameskip)
         self.obs_mode = obs
-        self.frame_stack = frame_stack
-        self.max_episode_steps = max_episode_steps
+        self.frame_stack = int(frame_stack)
+        self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self.start_sampling = start_sampling
         self.render_mode = render_mode
         self.autoreset = autoreset

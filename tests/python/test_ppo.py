@@ -360,8 +360,10 @@ def test_settings_that_would_fail_or_turn_to_nan_in_the_first_update_are_refused
     assert not (tmp_path / "run").exists()  # nothing written, nothing of an earlier run lost
 
 
-def test_settings_of_numpy_ints_and_unset_minibatch_splits_are_taken():
+def test_settings_of_numpy_ints_and_unset_minibatch_splits_are_taken(tmp_path, smb_rom):
     ppo.check(tiny(num_envs=np.int64(4), num_steps=np.int64(16)))
+    ppo.train(tiny(num_envs=np.int64(4), out=str(tmp_path)))
+    assert ppo.args_of(ppo.load(tmp_path / "agent.pt")).num_envs == 4  # saved as a number
     ppo.check(tiny(num_envs=None, num_minibatches=3))  # the batch is known once resolved
     with pytest.raises(ValueError, match="must divide"):  # ... and checked then
         ppo.train(tiny(num_envs=5, num_steps=7, num_minibatches=3))
