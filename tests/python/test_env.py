@@ -457,7 +457,7 @@ def test_bad_single_env_actions_raise_clear_errors():
         env.step(1.5)
 
 
-def test_a_closed_env_raises_a_clear_error():
+def test_a_closed_vector_env_raises_a_clear_error():
     venv = nesle.make_vec("smb", 1)
     venv.reset(seed=0)
     venv.close()
@@ -465,7 +465,6 @@ def test_a_closed_env_raises_a_clear_error():
         venv.step(np.zeros(1, np.int64))
     with pytest.raises(nesle.ClosedEnvError):
         venv.reset()
-
 
 
 def test_a_closed_single_env_resets_to_a_fresh_console():
