@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import os
 import struct
+import tempfile
 import time
 import zlib
 from collections.abc import Callable
@@ -439,7 +440,7 @@ def check_out(path: str | os.PathLike[str], suffixes: tuple[str, ...] = ()) -> N
     parent = p.parent
     if not parent.is_dir():
         raise RecordError(f"{str(parent)!r}: no such folder")
-    if not os.access(parent, os.W_OK):
+    if not _writable(parent):
         raise RecordError(f"{str(parent)!r}: not writable")
 
 
@@ -451,5 +452,15 @@ def check_out_folder(path: str | os.PathLike[str]) -> None:
         at = at.parent
     if not at.is_dir():
         raise RecordError(f"{str(at)!r} is a file, not a folder")
-    if not os.access(at, os.W_OK):
+    if not _writable(at):
         raise RecordError(f"{str(at)!r}: not writable")
+
+
+def _writable(folder: Path) -> bool:
+    """Whether a file can be made in ``folder``, by making one: ``os.access`` answers yes to
+    root for folders no file can be made in (``/proc``)."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False

@@ -347,8 +347,14 @@ def test_an_output_folder_or_file_that_cannot_be_written_is_refused_first(tmp_pa
     with pytest.raises(record.RecordError, match="is a folder"):
         record.check_out(tmp_path)
     record.check_out(tmp_path / "any.name")  # no suffixes asked for: any name
-    # A read-only folder (what `os.access` says; tests may run as root, who may write anywhere).
-    monkeypatch.setattr(record.os, "access", lambda path, mode: Path(path) != tmp_path)
+    # A folder no file can be made in, even by root (whom os.access tells it may write there).
+    if Path("/proc/self").is_dir():
+        with pytest.raises(record.RecordError, match="'/proc': not writable"):
+            record.check_out("/proc/shot.png", (".png",))
+        with pytest.raises(record.RecordError, match="'/proc': not writable"):
+            record.check_out_folder("/proc/runs/a")
+    # A read-only folder (tests may run as root, who may write anywhere else).
+    monkeypatch.setattr(record, "_writable", lambda folder: Path(folder) != tmp_path)
     with pytest.raises(record.RecordError, match="not writable"):
         record.check_out(tmp_path / "shot.png", (".png",))
     with pytest.raises(record.RecordError, match="not writable"):
