@@ -937,6 +937,14 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
         if out is not None:  # keep what was learned (mid-update: the weights as they are)
             save(agent, out / "agent.pt", args, optimizer)
         raise
+    except ValueError as e:
+        # torch's check of the policy's logits, in pages of tensor: the weights went NaN.
+        if "found invalid values" not in str(e):
+            raise
+        raise ValueError(
+            f"the run diverged in update {update}: the policy's outputs are NaN (its weights are "
+            f"not saved); lower learning_rate ({args.learning_rate}) or the reward's scale"
+        ) from None
 
     seconds = time.perf_counter() - start
     checkpoint = save(agent, out / "agent.pt", args, optimizer) if out is not None else None

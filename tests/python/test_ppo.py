@@ -360,6 +360,18 @@ def test_settings_that_would_fail_or_turn_to_nan_in_the_first_update_are_refused
     assert not (tmp_path / "run").exists()  # nothing written, nothing of an earlier run lost
 
 
+def test_a_run_that_diverges_says_so_in_one_line_and_saves_no_nan_agent(tmp_path, capsys, smb_rom):
+    diverged = r"the run diverged in update \d+: the policy's outputs are NaN"
+    with pytest.raises(ValueError, match=diverged):
+        ppo.train(tiny(learning_rate=1e30, out=str(tmp_path / "a")))
+    assert not (tmp_path / "a" / "agent.pt").exists()
+    argv = ["train", "smb", "--backend", "cpu", "--envs", "4", "--num-steps", "16", "--steps", "128",
+            "--lr", "1e30", "--out", str(tmp_path / "b")]  # fmt: skip
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the run diverged") and err.count("\n") == 1
+
+
 def test_settings_of_numpy_ints_and_unset_minibatch_splits_are_taken(tmp_path, smb_rom):
     ppo.check(tiny(num_envs=np.int64(4), num_steps=np.int64(16)))
     ppo.train(tiny(num_envs=np.int64(4), out=str(tmp_path)))
