@@ -88,8 +88,11 @@ class DeviceStep:
     # --- the gymnasium verbs ---
 
     def reset(self, mask: Any) -> tuple[Any, dict[str, Any]]:
-        self.restart(self.torch.as_tensor(mask, device=self.dev))
-        return self.observation(), self.info(self.ram)
+        on_device = self.torch.as_tensor(mask, device=self.dev)
+        self.restart(on_device)
+        info = self.info(self.ram)
+        # Gymnasium's layout: the masks say which envs this reset restarted.
+        return self.observation(), info if mask.all() else masked(info, on_device)
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         torch, env = self.torch, self.env

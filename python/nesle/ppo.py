@@ -175,13 +175,7 @@ def check(args: Args) -> None:
         raise ValueError(f"obs must be one of {list(NETWORKS)} to train, got {args.obs!r}")
 
     def whole(name: str, lo: int, optional: bool = False) -> None:
-        value = getattr(args, name)
-        if optional and value is None:
-            return
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < lo:
-            what = "a positive int" if lo == 1 else f"an int >= {lo}"
-            what += " or None" if optional else ""
-            raise ValueError(f"{name} must be {what}, got {value!r}")
+        _check_whole(name, getattr(args, name), lo, optional)
 
     def real(name: str, ok: Callable[[float], bool], what: str, optional: bool = False) -> None:
         value = getattr(args, name)
@@ -212,6 +206,16 @@ def check(args: Args) -> None:
                 f"num_minibatches ({args.num_minibatches}) must divide the rollout's "
                 f"num_envs * num_steps = {batch} samples into equal minibatches"
             )
+
+
+def _check_whole(name: str, value: Any, lo: int, optional: bool = False) -> None:
+    """``ValueError`` unless ``value`` is an int (not a bool) >= ``lo``, or None if ``optional``."""
+    if optional and value is None:
+        return
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < lo:
+        what = "a positive int" if lo == 1 else f"an int >= {lo}"
+        what += " or None" if optional else ""
+        raise ValueError(f"{name} must be {what}, got {value!r}")
 
 
 # --- the agent ---
@@ -661,8 +665,7 @@ def record(
 
 
 def _check_episode_args(max_steps: Any, seed: Any) -> None:
-    if not isinstance(max_steps, (int, np.integer)) or isinstance(max_steps, bool) or max_steps < 1:
-        raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+    _check_whole("max_steps", max_steps, 1)
     nesle.vector._check_seed(seed)  # the env's own words, before the env is made
 
 

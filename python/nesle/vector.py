@@ -366,12 +366,10 @@ class NesleVectorEnv(VectorEnv):
         if self._dev is not None:
             if seed is not None:
                 self._dev.next_start.zero_()
-            obs, info = self._dev.reset(mask)
-            if not mask.all():  # gymnasium's layout: the masks say which envs restarted
-                info = masked(info, self._dev.torch.as_tensor(mask, device=self._dev.dev))
-            return obs, info
+            return self._dev.reset(mask)
         self._restart(mask)
         info = self._info(self._ram)
+        # Gymnasium's layout: the masks say which envs this reset restarted.
         return self._observation(), info if mask.all() else masked(info, mask)
 
     def step(
