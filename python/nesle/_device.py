@@ -19,8 +19,9 @@ Nothing else waits for the GPU, so the host prepares a step while the GPU still 
 Returned values are torch tensors on the env's GPU: observations (uint8), rewards (float32),
 terminated/truncated (bool), and every numeric info entry with its ``_key`` mask. Unlike the CPU
 backend, ``infos["final_obs"]`` is one tensor holding every env's observation before the reset
-(meaningful where ``infos["_final_obs"]``), and ``final_obs``/``final_info`` are present on every
-step, so that a step never has to wait for the GPU to know whether an episode ended.
+(meaningful where ``infos["_final_obs"]``), and with ``AutoresetMode.SAME_STEP`` ``final_obs`` and
+``final_info`` are present on every step, so that a step never has to wait for the GPU to know
+whether an episode ended.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import os
 from typing import Any
 
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from nesle import _native
 
@@ -72,6 +74,7 @@ class DeviceStep:
         self.elapsed = torch.zeros(n, dtype=torch.int64, device=self.dev)
         self.start_of = torch.zeros(n, dtype=torch.int64, device=self.dev)
         self.fresh = torch.zeros(n, dtype=torch.bool, device=self.dev)
+        self.pending = torch.zeros(n, dtype=torch.bool, device=self.dev)  # NEXT_STEP's restarts
         self.next_start = torch.zeros((), dtype=torch.int64, device=self.dev)
         self.staged: Any = None  # pinned host actions (`upload`)
         self.staged_read: Any = None
@@ -89,6 +92,7 @@ class DeviceStep:
 
     def reset(self, mask: Any) -> tuple[Any, dict[str, Any]]:
         on_device = self.torch.as_tensor(mask, device=self.dev)
+        self.pending &= ~on_device  # restarted now, not again on the next step
         self.restart(on_device)
         info = self.info(self.ram)
         # Gymnasium's layout: the masks say which envs this reset restarted.
@@ -127,6 +131,15 @@ class DeviceStep:
         last = _words(trace, 2)[end_frame, self.arange].view(torch.uint8)
         if not env.autoreset:
             return self.observation(), reward.float(), terminated, truncated, self.info(last)
+        if env.autoreset_mode == AutoresetMode.NEXT_STEP:
+            # The envs that ended on the last step restart; their results are their start's.
+            restart = self.pending
+            reward = torch.where(restart, 0.0, reward)
+            terminated, truncated = terminated & ~restart, truncated & ~restart
+            self.restart(restart)
+            self.pending = terminated | truncated
+            info = self.info(torch.where(restart[:, None], self.ram, last))
+            return self.observation(), reward.float(), terminated, truncated, info
         done = terminated | truncated
         final_obs, elapsed = self.observation(copy=True), self.elapsed.clone()
         self.restart(done)
@@ -254,6 +267,7 @@ class DeviceStep:
         torch, env = self.torch, self.env
         self.ram = torch.from_dlpack(env._batch.ram_tensor()).clone()
         self.elapsed[i] = state.elapsed_steps
+        self.pending[i] = False  # a console in play again, not one waiting to restart
         first = env._frame_obs_of(state.frame[None], self.ram[i : i + 1].cpu().numpy())[0]
         self.frames[:, i] = torch.as_tensor(first, device=self.dev)
         return self.observation(copy=True)[i]

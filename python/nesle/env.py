@@ -29,6 +29,11 @@ class NesleEnv(gym.Env):
     def __init__(self, game_or_rom: str | Path | bytes, **kwargs: Any) -> None:
         if "num_envs" in kwargs:
             raise TypeError("nesle.make() runs one console; use nesle.make_vec() for more")
+        if {"autoreset", "autoreset_mode"} & set(kwargs):
+            raise TypeError(
+                "nesle.make() never restarts an episode by itself: reset() does, or a vector "
+                "env's autoreset (nesle.make_vec(..., autoreset_mode=...))"
+            )
         self.vec = NesleVectorEnv(game_or_rom, 1, autoreset=False, **kwargs)
         # The ROM's bytes, not its path: a console made again after close() is the same game.
         self._remake = (self.vec._rom, kwargs)

@@ -25,9 +25,10 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from nesle._device import quiet_openmp, to_numpy
-from nesle.vector import NesleVectorEnv
+from nesle.vector import NesleVectorEnv, _autoreset_mode
 
 quiet_openmp()  # before SB3 loads torch
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices  # noqa: E402
@@ -37,8 +38,8 @@ class NesleVecEnv(VecEnv):
     """N NES consoles as a Stable-Baselines3 ``VecEnv``.
 
     ``NesleVecEnv("smb", 8, obs="gray84", frame_stack=4)`` takes :func:`nesle.make_vec`'s
-    arguments; ``NesleVecEnv(venv)`` wraps an existing :class:`NesleVectorEnv` (one made with
-    ``autoreset=True``, the default).
+    arguments; ``NesleVecEnv(venv)`` wraps an existing :class:`NesleVectorEnv` (one that restarts
+    ended episodes in the same step, ``autoreset_mode="same_step"``, the default).
     """
 
     def __init__(
@@ -48,14 +49,17 @@ class NesleVecEnv(VecEnv):
         if isinstance(game_or_env, NesleVectorEnv):
             if num_envs is not None or kwargs:
                 raise TypeError("NesleVecEnv(venv) takes no other arguments")
-            if not game_or_env.autoreset:
-                raise ValueError("NesleVecEnv needs a NesleVectorEnv made with autoreset=True")
+            _check_same_step(game_or_env.autoreset_mode)
             _check_copy(game_or_env.copy)
             self.venv = game_or_env
         else:
             if num_envs is None:
                 raise TypeError("NesleVecEnv(game_or_rom, num_envs, **make_vec_kwargs)")
             _check_copy(kwargs.get("copy", True))
+            # Checked before the consoles are made.
+            _check_same_step(
+                _autoreset_mode(kwargs.get("autoreset", True), kwargs.get("autoreset_mode"))
+            )
             self.venv = NesleVectorEnv(game_or_env, num_envs, **kwargs)
         space = self.venv.single_observation_space
         self._add_channel = self.venv.obs_mode == "gray84" and self.venv.frame_stack == 1
@@ -136,6 +140,14 @@ def _check_copy(copy: Any) -> None:
     if not copy:  # SB3 keeps a step's observations while it steps again: views would change
         raise ValueError(
             "NesleVecEnv needs new observation arrays each step: copy=False is not supported"
+        )
+
+
+def _check_same_step(mode: AutoresetMode) -> None:
+    if mode != AutoresetMode.SAME_STEP:  # SB3 restarts in the step that ends an episode
+        raise ValueError(
+            "NesleVecEnv needs autoreset_mode SAME_STEP (the default): Stable-Baselines3 reads an "
+            f"ended episode's last observation from the step that ends it, got {mode.name}"
         )
 
 

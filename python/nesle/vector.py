@@ -15,11 +15,21 @@ One step, for every console at once:
 4. the observation is taken after the last frame of the step;
 5. consoles whose episode ended are restored to a start state (:mod:`nesle.start_states`).
 
-Autoreset: ``AutoresetMode.SAME_STEP``. The observation returned for an ended episode is already
-the first of the next one; the last one is in ``infos["final_obs"]`` (an object array, ``None``
-where no episode ended), and the game info of the frame the episode ended in
-``infos["final_info"]``, each with its ``"_final_obs"`` / ``"_final_info"`` mask. The final
-observation is the one after the whole frameskip (the frames after the end still ran).
+Autoreset (``autoreset_mode=``, gymnasium's modes; the mode is in ``metadata["autoreset_mode"]``):
+
+- ``AutoresetMode.SAME_STEP``, the default. The observation returned for an ended episode is
+  already the first of the next one; the last one is in ``infos["final_obs"]`` (an object array,
+  ``None`` where no episode ended), and the game info of the frame the episode ended in
+  ``infos["final_info"]``, each with its ``"_final_obs"`` / ``"_final_info"`` mask. The final
+  observation is the one after the whole frameskip (the frames after the end still ran).
+- ``AutoresetMode.NEXT_STEP``, gymnasium's own default (``SyncVectorEnv``'s), which its vector
+  observation wrappers (``TransformObservation``, ``NormalizeObservation``, ...) require. An
+  ended episode's step returns its last observation and info; the env's next step ignores its
+  action and restarts it, returning the first observation of the next episode with reward 0,
+  ``terminated`` and ``truncated`` False, and the start's info. (The console still runs that
+  step's frames, as the batch steps every console at once; the restart then replaces them.)
+- ``AutoresetMode.DISABLED`` (or ``autoreset=False``): ended episodes are left as they are, to be
+  restarted by ``reset(options={"reset_mask": ...})``.
 
 Observations (``obs=``), per console, with ``frame_stack=k > 1`` stacking the last k along a new
 leading axis (the oldest first):
@@ -237,6 +247,7 @@ class NesleVectorEnv(VectorEnv):
         done: Any = None,
         render_mode: str | None = None,
         autoreset: bool = True,
+        autoreset_mode: AutoresetMode | str | None = None,
         copy: bool = True,
         regroup_every: int = REGROUP_EVERY,
     ) -> None:
@@ -256,6 +267,7 @@ class NesleVectorEnv(VectorEnv):
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         seed = _check_seed(seed)
+        mode = _autoreset_mode(autoreset, autoreset_mode)
 
         game, rom = load_game(game_or_rom)
         self._rom = rom
@@ -268,13 +280,14 @@ class NesleVectorEnv(VectorEnv):
         self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self.start_sampling = start_sampling
         self.render_mode = render_mode
-        self.autoreset = autoreset
+        self.autoreset_mode = mode
+        self.autoreset = mode != AutoresetMode.DISABLED
         self.copy = bool(copy)
-        # What gymnasium's wrappers read: whether ended episodes restart, and a recording's
-        # speed, one picture a step (the NES draws 60 frames a second).
+        # What gymnasium's wrappers read: how ended episodes restart, and a recording's speed,
+        # one picture a step (the NES draws 60 frames a second).
         self.metadata = {
             **type(self).metadata,
-            "autoreset_mode": AutoresetMode.SAME_STEP if autoreset else AutoresetMode.DISABLED,
+            "autoreset_mode": mode,
             "render_fps": _fps(frameskip),
         }
 
@@ -321,6 +334,7 @@ class NesleVectorEnv(VectorEnv):
         self._elapsed = np.zeros(num_envs, np.int64)
         self._start_of = np.zeros(num_envs, np.int64)  # which start state each console began at
         self._fresh = np.zeros(num_envs, bool)  # restored since the last step: pixels are stale
+        self._pending = np.zeros(num_envs, bool)  # NEXT_STEP: ended last step, restart on this one
         self._needs_reset = True
         self.backend = "cpu" if isinstance(self._batch, _native.CpuBatch) else "cuda"
         self._batch.set_render(self._draw)
@@ -367,6 +381,7 @@ class NesleVectorEnv(VectorEnv):
             if seed is not None:
                 self._dev.next_start.zero_()
             return self._dev.reset(mask)
+        self._pending &= ~mask  # restarted now, not again on the next step
         self._restart(mask)
         info = self._info(self._ram)
         # Gymnasium's layout: the masks say which envs this reset restarted.
@@ -403,6 +418,8 @@ class NesleVectorEnv(VectorEnv):
         self._fresh[:] = False
         self._push()
         info = self._info(trace[end_frame, np.arange(n)])
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            return self._next_step(reward, terminated, truncated, info)
         done = terminated | truncated
         if self.autoreset and done.any():
             final = self._observation(copy=True)  # _restart overwrites the env's buffers
@@ -416,6 +433,25 @@ class NesleVectorEnv(VectorEnv):
             for key in fresh:
                 if not key.startswith("_"):
                     info[key] = where(done, fresh[key], info[key])
+        return self._observation(), reward.astype(np.float32), terminated, truncated, info
+
+    def _next_step(
+        self, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
+        info: dict[str, Any],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:  # fmt: skip
+        """The end of a NEXT_STEP step: the envs whose episode ended on the last step restart,
+        and this step's results for them become their start's (reward 0, not done)."""
+        restart = self._pending
+        if restart.any():
+            reward[restart] = 0.0
+            terminated &= ~restart
+            truncated &= ~restart
+            self._restart(restart)
+            fresh = self._info(self._ram)
+            for key in fresh:
+                if not key.startswith("_"):
+                    info[key] = where(restart, fresh[key], info[key])
+        self._pending = terminated | truncated
         return self._observation(), reward.astype(np.float32), terminated, truncated, info
 
     def render(self) -> tuple[np.ndarray, ...] | None:
@@ -478,6 +514,7 @@ class NesleVectorEnv(VectorEnv):
         self._needs_reset = False
         if self._dev is not None:
             return self._dev.load(i, state)
+        self._pending[i] = False  # a console in play again, not one waiting to restart
         self._ram = _host(self._batch.ram())  # a new array on both backends
         self._elapsed[i] = state.elapsed_steps
         self._frames[:, i] = self._frame_obs_of(state.frame[None], self._ram[i : i + 1])[0]
@@ -671,6 +708,30 @@ def _check_seed(seed: Any) -> int | None:
     return int(seed)
 
 
+def _autoreset_mode(autoreset: Any, mode: Any) -> AutoresetMode:
+    """The mode from make_vec's two ways to say it: ``autoreset=False`` is DISABLED, and
+    ``autoreset_mode`` is an ``AutoresetMode``, its value (``"NextStep"``, as gymnasium's
+    vector envs take) or its name (``"next_step"``)."""
+    if not isinstance(autoreset, (bool, np.bool_)):
+        raise TypeError(f"autoreset must be a bool, got {type(autoreset).__name__}")
+    if mode is None:
+        return AutoresetMode.SAME_STEP if autoreset else AutoresetMode.DISABLED
+    if isinstance(mode, str):
+        by_text = {m.value.lower(): m for m in AutoresetMode}
+        by_text.update({m.name.lower(): m for m in AutoresetMode})
+        if mode.lower() not in by_text:
+            names = ", ".join(repr(m.name.lower()) for m in AutoresetMode)
+            raise ValueError(f"autoreset_mode must be one of {names}, got {mode!r}")
+        mode = by_text[mode.lower()]
+    elif not isinstance(mode, AutoresetMode):
+        raise TypeError(
+            f"autoreset_mode must be a gymnasium AutoresetMode or its name, got {type(mode).__name__}"
+        )
+    if not autoreset and mode != AutoresetMode.DISABLED:
+        raise ValueError(f"autoreset=False disables autoreset, but autoreset_mode is {mode.name}")
+    return mode
+
+
 def _fps(frameskip: int) -> int | float:
     """Pictures a second of an env that shows one every ``frameskip`` frames."""
     return 60 // frameskip if 60 % frameskip == 0 else 60 / frameskip
@@ -775,6 +836,9 @@ def make_vec(
     - ``render_mode="rgb_array"``: :meth:`NesleVectorEnv.render` returns the screens.
     - ``regroup_every``: how often (in steps) the CUDA backend puts envs that ran alike into the
       same warps (default 1, every step; 0: never); results are identical either way (see ``CudaBatch``).
+    - ``autoreset_mode``: how ended episodes restart, gymnasium's ``AutoresetMode`` or its
+      name: ``"same_step"`` (default), ``"next_step"`` (what gymnasium's vector observation
+      wrappers need) or ``"disabled"`` (also ``autoreset=False``); see the module doc.
     - ``copy=False``: ``reset``/``step`` return a read-only view of the env's observation
       buffer, overwritten by the next step (see the module doc); default ``True``, a new array.
     """

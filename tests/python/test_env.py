@@ -325,6 +325,133 @@ def test_frames_after_the_end_of_an_episode_earn_nothing():
     assert r[0] == pytest.approx(sum(per_frame[64 * k :]))
 
 
+def _sync_next_step(n: int, **kwargs):
+    """Gymnasium's own NEXT_STEP vector env over n single nesle envs: the reference."""
+    return gym.vector.SyncVectorEnv(
+        [lambda: nesle.make("smb", **kwargs) for _ in range(n)],
+        autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
+    )
+
+
+def _assert_same_info(ours, theirs, t):
+    for key, value in theirs.items():
+        if isinstance(value, dict) or key.startswith("_"):
+            continue
+        mask = theirs[f"_{key}"]
+        assert np.array_equal(ours[f"_{key}"], mask), (t, key)
+        assert np.asarray(ours[key])[mask].tolist() == value[mask].tolist(), (t, key)
+
+
+def test_next_step_autoreset_steps_as_gymnasiums_sync_vector_env():
+    """Deaths, truncations and a masked reset of an env waiting to restart: step for step the
+    results of gymnasium's SyncVectorEnv in NEXT_STEP mode over single nesle envs."""
+    kw = dict(obs="ram", max_episode_steps=45)
+    ours = nesle.make_vec("smb", 3, autoreset_mode="next_step", **kw)
+    theirs = _sync_next_step(3, **kw)
+    assert ours.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
+    (o1, i1), (o2, i2) = ours.reset(seed=0), theirs.reset(seed=0)
+    assert np.array_equal(o1, o2)
+    _assert_same_info(i1, i2, -1)
+    rng = np.random.default_rng(1)
+    ends = restarts = 0
+    waiting = np.zeros(3, bool)
+    masked_reset_at = None
+    for t in range(120):
+        if t >= 60 and masked_reset_at is None and waiting.any():
+            # A masked reset (of env 2 as well), after which no env waits to restart.
+            masked_reset_at, mask = t, waiting | np.array([False, False, True])
+            (o1, i1), (o2, i2) = ours.reset(options={"reset_mask": mask}), theirs.reset(
+                options={"reset_mask": mask}
+            )
+            assert np.array_equal(o1, o2)
+            _assert_same_info(i1, i2, t)
+            waiting[:] = False
+        actions_now = np.array([RIGHT_B, rng.integers(7), 0])
+        o1, r1, te1, tr1, i1 = ours.step(actions_now)
+        o2, r2, te2, tr2, i2 = theirs.step(actions_now)
+        assert np.array_equal(o1, o2), t
+        assert r1.tolist() == r2.astype(np.float32).tolist(), t
+        assert te1.tolist() == te2.tolist() and tr1.tolist() == tr2.tolist(), t
+        assert "final_obs" not in i1
+        _assert_same_info(i1, i2, t)
+        restarts += int(waiting.sum())
+        assert (r1[waiting] == 0).all() and (i1["elapsed_steps"][waiting] == 0).all()
+        waiting = te1 | tr1
+        ends += int(waiting.sum())
+    assert masked_reset_at is not None, "no env was waiting to restart after step 60"
+    assert ends >= 4 and restarts >= 2  # deaths and truncations both came, and restarts
+
+
+def test_next_step_autoreset_lets_gymnasiums_vector_observation_wrappers_wrap_the_env():
+    from gymnasium.wrappers import vector as wrappers
+
+    with pytest.raises(ValueError, match="NEXT_STEP or DISABLED"):  # what SAME_STEP gets
+        wrappers.TransformObservation(nesle.make_vec("smb", 2), lambda o: o)
+    venv = nesle.make_vec("smb", 2, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+    env = wrappers.NormalizeObservation(wrappers.TransformObservation(venv, lambda o: o // 2))
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(np.zeros(2, np.int64))
+    assert obs.shape == (2, _native.RAM_SIZE) and obs.dtype == np.float32
+
+
+def test_a_state_loaded_into_an_env_waiting_to_restart_plays_on_from_it():
+    venv = nesle.make_vec("smb", 2, autoreset_mode="next_step", seed=0)
+    venv.reset(seed=0)
+    for _ in range(5):
+        venv.step(np.array([RIGHT_B, 0]))
+    saved = venv.save_state(1)
+    for _ in range(60):
+        _, _, term, _, _ = venv.step(np.array([RIGHT_B, 0]))
+        if term[0]:
+            break
+    else:
+        pytest.fail("running right into the first Goomba did not end the episode")
+    venv.load_state(0, saved)
+    _, reward, _, _, info = venv.step(np.array([0, 0]))
+    # Played on from the state (step 6 of its episode), not restarted (step 0).
+    assert info["elapsed_steps"][0] == saved.elapsed_steps + 1 == 6
+    ref = nesle.make_vec("smb", 1, seed=0)
+    ref.reset(seed=0)
+    ref.load_state(0, saved)
+    _, ref_reward, _, _, _ = ref.step(np.array([0]))
+    np.testing.assert_array_equal(venv.ram()[0], ref.ram()[0])
+    assert reward[0] == ref_reward[0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        (dict(autoreset_mode="later"), ValueError, "'next_step', 'same_step', 'disabled'"),
+        (dict(autoreset_mode=1), TypeError, "AutoresetMode or its name"),
+        (dict(autoreset=False, autoreset_mode="next_step"), ValueError, "autoreset=False"),
+        (dict(autoreset="no"), TypeError, "autoreset must be a bool"),
+    ],
+)
+def test_a_bad_autoreset_mode_is_refused(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        nesle.make_vec("smb", 1, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [(dict(num_envs=2), "one console"), (dict(autoreset_mode="next_step"), "reset\\(\\) does"),
+     (dict(autoreset=True), "never restarts")],  # fmt: skip
+)
+def test_a_single_env_refuses_the_vector_envs_arguments(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        nesle.make("smb", **kwargs)
+
+
+def test_autoreset_mode_takes_gymnasiums_values_and_names():
+    modes = gym.vector.AutoresetMode
+    for text, mode in [("NextStep", modes.NEXT_STEP), ("SAME_STEP", modes.SAME_STEP),
+                       ("disabled", modes.DISABLED)]:  # fmt: skip
+        venv = nesle.make_vec("smb", 1, autoreset_mode=text)
+        assert venv.metadata["autoreset_mode"] == venv.autoreset_mode == mode
+        assert venv.autoreset == (mode != modes.DISABLED)
+    assert nesle.make_vec("smb", 1, autoreset=False, autoreset_mode="disabled").autoreset is False
+
+
 # --- save and load ---
 
 

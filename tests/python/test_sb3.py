@@ -65,6 +65,18 @@ def test_views_of_the_observation_buffer_are_refused():
         NesleVecEnv(nesle.make_vec("smb", 1, copy=False))
 
 
+@pytest.mark.parametrize("kwargs", [dict(autoreset_mode="next_step"), dict(autoreset=False)])
+def test_envs_that_do_not_restart_in_the_ending_step_are_refused(monkeypatch, kwargs):
+    with pytest.raises(ValueError, match="autoreset_mode SAME_STEP"):
+        NesleVecEnv(nesle.make_vec("smb", 1, **kwargs))
+    # Refused before any console is made.
+    monkeypatch.setattr(nesle.vector, "make_batch", lambda *a, **k: pytest.fail("consoles made"))
+    with pytest.raises(ValueError, match="autoreset_mode SAME_STEP"):
+        NesleVecEnv("smb", 1, **kwargs)
+    with pytest.raises(ValueError, match="'next_step', 'same_step'"):
+        NesleVecEnv("smb", 1, autoreset_mode="sometimes")
+
+
 def test_a_numpy_integer_seed_works():
     a, b = NesleVecEnv("tetris", 2, seed=np.int64(3)), NesleVecEnv("tetris", 2, seed=3)
     np.testing.assert_array_equal(a.reset(), b.reset())
