@@ -268,6 +268,7 @@ class DeviceStep:
         self.ram = torch.from_dlpack(env._batch.ram_tensor()).clone()
         self.elapsed[i] = state.elapsed_steps
         self.pending[i] = False  # a console in play again, not one waiting to restart
+        self.fresh[i] = False  # its screen is the state's now, not a start's
         first = env._frame_obs_of(state.frame[None], self.ram[i : i + 1].cpu().numpy())[0]
         self.frames[:, i] = torch.as_tensor(first, device=self.dev)
         return self.observation(copy=True)[i]

@@ -335,6 +335,9 @@ class NesleVectorEnv(VectorEnv):
         self._start_of = np.zeros(num_envs, np.int64)  # which start state each console began at
         self._fresh = np.zeros(num_envs, bool)  # restored since the last step: pixels are stale
         self._pending = np.zeros(num_envs, bool)  # NEXT_STEP: ended last step, restart on this one
+        # Screens of states loaded since the last step (a save state holds no pixels); a restart
+        # after the load shows its start instead (fresh wins).
+        self._loaded: dict[int, np.ndarray] = {}
         self._needs_reset = True
         self.backend = "cpu" if isinstance(self._batch, _native.CpuBatch) else "cuda"
         self._batch.set_render(self._draw)
@@ -393,6 +396,7 @@ class NesleVectorEnv(VectorEnv):
         self._check_open()
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
+        self._loaded.clear()  # the step draws every screen
         if self._dev is not None:
             return self._dev.step(actions)
         buttons = self._masks[self._check_actions(actions)]
@@ -479,6 +483,8 @@ class NesleVectorEnv(VectorEnv):
         fresh, start_of = self._fresh, self._start_of
         if self._dev is not None:
             fresh, start_of = self._dev.fresh.cpu().numpy(), self._dev.start_of.cpu().numpy()
+        for i, frame in self._loaded.items():  # loaded since the last step: the state's screen
+            screens[i] = frame
         for i in np.flatnonzero(fresh):  # restored since the last step: the start's screen
             screens[i] = self.start_bank[start_of[i]].frame
         return screens
@@ -493,7 +499,7 @@ class NesleVectorEnv(VectorEnv):
         """Console ``i``'s state, its screen and its episode's step count."""
         self._check_open()
         i = self._index(i)
-        frame = _host(self._batch.pixels())[i].copy()
+        frame = self._loaded[i].copy() if i in self._loaded else _host(self._batch.pixels())[i].copy()
         if self._dev is not None:
             d = self._dev
             if d.fresh_at(i):
@@ -512,8 +518,10 @@ class NesleVectorEnv(VectorEnv):
         self._batch.load_state(i, state.console)
         self._batch.set_render(self._draw)
         self._needs_reset = False
+        self._loaded[i] = state.frame.copy()
         if self._dev is not None:
             return self._dev.load(i, state)
+        self._fresh[i] = False  # its screen is the state's now, not a start's
         self._pending[i] = False  # a console in play again, not one waiting to restart
         self._ram = _host(self._batch.ram())  # a new array on both backends
         self._elapsed[i] = state.elapsed_steps

@@ -26,6 +26,8 @@ import nesle
 from nesle import _native
 from nesle._device import to_numpy
 
+from .test_env import check_a_loaded_state_shows_its_screen
+
 torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.gpu
@@ -149,6 +151,12 @@ def test_a_large_batch_in_lockstep_matches_one_cpu_console(smb_rom, frames):
             np.testing.assert_array_equal(gpu.ram(), np.broadcast_to(cpu.ram()[0], (n, 2048)), err_msg=f"step {t}")
     for i in (0, n // 2, n - 1):
         assert gpu.save_state(i) == cpu.save_state(0), f"state of env {i}"
+
+
+def test_a_loaded_state_shows_its_screen_on_cuda(smb_rom):
+    check_a_loaded_state_shows_its_screen(
+        lambda: nesle.make_vec(smb_rom, 2, backend="cuda", obs="ram", render_mode="rgb_array")
+    )
 
 
 def test_a_state_moves_cpu_to_gpu_to_cpu(smb_rom):

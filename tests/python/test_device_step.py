@@ -18,6 +18,8 @@ import nesle
 from nesle import _device, _native
 from nesle._device import to_numpy
 
+from .test_env import check_a_loaded_state_shows_its_screen
+
 torch = pytest.importorskip("torch")
 
 
@@ -173,6 +175,12 @@ def test_a_state_loaded_into_an_env_waiting_to_restart_plays_on_from_it(monkeypa
     for name, x, y in zip(("obs", "reward", "terminated", "truncated"), r1[:4], r2[:4]):
         _same(x, y, name)
     _same_info(r1[4], r2[4], "info")
+
+
+def test_a_loaded_state_shows_its_screen_on_the_device_step(monkeypatch):
+    check_a_loaded_state_shows_its_screen(
+        lambda: _device_env(monkeypatch, "smb", 2, obs="ram", render_mode="rgb_array")
+    )
 
 
 def test_words_are_views_of_the_same_bytes():

@@ -470,6 +470,35 @@ def test_a_saved_env_state_replays_identically():
         assert r1[1] == r2[1]
 
 
+def check_a_loaded_state_shows_its_screen(make):
+    """render() and save_state() after load_state show the state's screen until a step draws
+    one (a save state holds no pixels), whether the env was reset, restarted or never run.
+    ``make()`` makes an SMB vector env of 2 consoles rendering RGB."""
+    a = make()
+    a.reset(seed=0)
+    for _ in range(15):  # running right, the screen scrolled, no episode ended
+        a.step(np.array([RIGHT_B, 0]))
+    state, shown = a.save_state(0), a.render()[0]
+    assert not np.array_equal(state.frame, a.start_bank[0].frame)
+    fresh, restarted = make(), make()
+    restarted.reset(seed=0)  # both restarted from the start state: its screen, until ...
+    for env in (fresh, restarted):
+        env.load_state(1, state)
+        np.testing.assert_array_equal(env.render()[1], shown)
+        np.testing.assert_array_equal(env.save_state(1).frame, state.frame)
+    restarted.reset(options={"reset_mask": np.array([False, True])})  # a restart after the load
+    np.testing.assert_array_equal(restarted.screens()[1], restarted.start_bank[0].frame)
+    a.step(np.array([0, 0]))
+    fresh.step(np.array([0, 0]))  # the step draws the screen it reaches from the state
+    np.testing.assert_array_equal(fresh.render()[1], a.render()[0])
+
+
+def test_a_loaded_state_shows_its_screen():
+    check_a_loaded_state_shows_its_screen(
+        lambda: nesle.make_vec("smb", 2, backend="cpu", obs="ram", render_mode="rgb_array")
+    )
+
+
 def test_a_malformed_env_state_is_refused_before_the_console_changes():
     venv = nesle.make_vec("smb", 1, obs="gray84", seed=0)
     venv.reset()
