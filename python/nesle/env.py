@@ -32,8 +32,12 @@ class NesleEnv(gym.Env):
         if {"autoreset", "autoreset_mode"} & set(kwargs):
             raise TypeError(
                 "nesle.make() never restarts an episode by itself: reset() does, or a vector "
-                "env's autoreset (nesle.make_vec(..., autoreset_mode=...))"
+                "env's autoreset: nesle.make_vec(..., autoreset_mode=...), or for gymnasium's "
+                "sync and async vector envs gymnasium.make_vec(..., vector_kwargs="
+                "{'autoreset_mode': ...})"
             )
+        if "copy" in kwargs:  # gymnasium.Env's contract: new arrays from every reset and step
+            raise TypeError("nesle.make() returns new arrays; copy= is nesle.make_vec()'s option")
         self.vec = NesleVectorEnv(game_or_rom, 1, autoreset=False, **kwargs)
         # The ROM's bytes, not its path: a console made again after close() is the same game.
         self._remake = (self.vec._rom, kwargs)
@@ -49,9 +53,10 @@ class NesleEnv(gym.Env):
         if self.vec.closed:
             rom, kwargs = self._remake
             self.vec = NesleVectorEnv(rom, 1, autoreset=False, **kwargs)
-        super().reset(seed=seed)
-        if seed is not None:
-            self.action_space.seed(seed)
+        # np_random as gymnasium's envs seed it, from make()'s seed on the first reset of a
+        # console as the episodes are; the action space keeps the seed its owner gave it.
+        first = self.vec._seed if self.vec._needs_reset else None
+        super().reset(seed=seed if seed is not None else first)
         obs, info = to_numpy(self.vec.reset(seed=seed, options=options))
         return obs[0], _unbatch(info)
 

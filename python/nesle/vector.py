@@ -38,8 +38,10 @@ leading axis (the oldest first):
 - ``"rgb"``: (240, 256, 3) uint8;
 - ``"gray84"``: (84, 84) uint8: luma (ITU-R BT.601: 0.299 R + 0.587 G + 0.114 B) of the NTSC
   palette, downsized by **area averaging** (each output pixel is the mean of the 240/84 x 256/84
-  source pixels it covers, partial pixels weighted by their overlap; what OpenCV's INTER_AREA
-  and gymnasium's AtariPreprocessing do), rounded to nearest;
+  source pixels it covers, partial pixels weighted by their overlap: OpenCV's INTER_AREA, which
+  gymnasium's AtariPreprocessing uses), rounded to nearest once, at the end. OpenCV's
+  gray-then-resize on uint8 rounds the luma first as well, so its bytes differ from these by 1 on
+  a few percent of pixels;
 - ``"none"``: (0,) uint8, for agents that read ``infos`` only (fastest: no pixels are drawn).
 
 Buffers: frames are drawn straight into the env's preallocated frame ring (k slots of (N, ...),
@@ -376,9 +378,9 @@ class NesleVectorEnv(VectorEnv):
             self._rng = np.random.default_rng(seed)
             self._next_start = 0
             if seed is not None:
-                super().reset(seed=seed)  # np_random and np_random_seed, as gymnasium's envs
-                self.action_space.seed(seed)
-                self.single_action_space.seed(seed)
+                # np_random and np_random_seed, as gymnasium's envs; like theirs, the action
+                # spaces keep the seeds their owner gave them.
+                super().reset(seed=seed)
         self._needs_reset = False
         if self._dev is not None:
             if seed is not None:
@@ -834,7 +836,10 @@ def make_vec(
     - ``start_states``: the bank episodes start from (see :func:`nesle.start_states.resolve`):
       SMB ``"game"`` (default), ``"W-S"``, ``"all"``; save-state blobs. ``start_sampling=``
       ``"round_robin"`` (default) or ``"random"`` picks one per reset.
-    - ``max_episode_steps``: truncate episodes after this many steps.
+    - ``max_episode_steps``: truncate episodes after this many steps. An episode whose end
+      comes on its last allowed step is terminated, not truncated (gymnasium's ``TimeLimit``
+      says both): ``truncated`` is True only where the episode was cut off, so a trainer may
+      bootstrap wherever it is.
     - ``seed``: seeds start-state sampling and game RNG writes (Tetris).
     - ``reward``: SMB: None/``"gym"`` (gym-super-mario-bros), ``"shaped"``, or a dict overriding
       shaped components (progress, checkpoint, death, flag, time); Tetris: None (lines, minus

@@ -434,8 +434,12 @@ def test_a_bad_autoreset_mode_is_refused(kwargs, error, match):
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [(dict(num_envs=2), "one console"), (dict(autoreset_mode="next_step"), "reset\\(\\) does"),
-     (dict(autoreset=True), "never restarts")],  # fmt: skip
+    [
+        (dict(num_envs=2), "one console"),
+        (dict(autoreset_mode="next_step"), "reset\\(\\) does"),
+        (dict(autoreset=True), "vector_kwargs"),
+        (dict(copy=False), "nesle.make_vec\\(\\)'s option"),
+    ],
 )
 def test_a_single_env_refuses_the_vector_envs_arguments(kwargs, match):
     with pytest.raises(TypeError, match=match):
@@ -671,6 +675,31 @@ def test_a_vector_reset_seed_seeds_np_random_as_gymnasium_envs():
     first = venv.np_random.integers(1 << 30)
     venv.reset(seed=7)
     assert venv.np_random.integers(1 << 30) == first
+
+
+@pytest.mark.parametrize("vector_env", [False, True])
+def test_seeds_reach_np_random_and_leave_the_action_space_its_owners_seed(vector_env):
+    """As gymnasium's envs: reset(seed) seeds np_random, not the action space; and make()'s
+    seed seeds np_random on the first reset, as it seeds the episodes."""
+    def make(**k):
+        return nesle.make_vec("smb", 2, **k) if vector_env else nesle.make("smb", **k)
+
+    env = make(seed=4)
+    env.reset()
+    assert env.np_random_seed == 4
+    space = env.action_space
+    space.seed(123)
+    env.reset(seed=42)
+    assert env.np_random_seed == 42
+    ours = [space.sample().tolist() for _ in range(8)]
+    theirs = type(space)(**_space_args(space), seed=123)
+    assert ours == [theirs.sample().tolist() for _ in range(8)]
+
+
+def _space_args(space):
+    if isinstance(space, gym.spaces.Discrete):
+        return dict(n=int(space.n))
+    return dict(nvec=space.nvec)
 
 
 def test_metadata_says_how_episodes_restart_and_how_fast_pictures_come():
