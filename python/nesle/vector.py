@@ -81,7 +81,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from nesle import _native, roms
-from nesle._device import DeviceStep, masked, where
+from nesle._device import DeviceStep, masked, to_numpy, where
 from nesle import actions as actions_mod
 from nesle import start_states as starts
 from nesle.games import GAMES, GameSpec
@@ -274,6 +274,14 @@ class NesleVectorEnv(VectorEnv):
         game, rom = load_game(game_or_rom)
         self._rom = rom
         self.game = game
+        # How the env was made, for pickling: a copy is made again from these (__setstate__).
+        self._made_with = dict(
+            num_envs=num_envs, backend=backend, device=device, frameskip=frameskip, obs=obs,
+            frame_stack=frame_stack, action_space=action_space, start_states=start_states,
+            start_sampling=start_sampling, max_episode_steps=max_episode_steps, seed=seed,
+            reward=reward, done=done, render_mode=render_mode, autoreset_mode=mode, copy=copy,
+            regroup_every=regroup_every,
+        )  # fmt: skip
         # Python ints, whatever integer type they came as (they reach JSON logs and records).
         self.num_envs = int(num_envs)
         self.frameskip = int(frameskip)
@@ -481,6 +489,9 @@ class NesleVectorEnv(VectorEnv):
         self._check_open()
         if self.render_mode is None:
             return None
+        return self._screens()
+
+    def _screens(self) -> np.ndarray:
         screens = _host(self._batch.pixels()).copy()
         fresh, start_of = self._fresh, self._start_of
         if self._dev is not None:
@@ -494,6 +505,66 @@ class NesleVectorEnv(VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         self._batch = None
         self._dev = None
+
+    # --- pickle and copy.deepcopy ---
+
+    def __getstate__(self) -> dict[str, Any]:
+        """How the env was made and where it is: every console's save state, the frame stacks,
+        the step counts, the generators. A copy (``pickle``, ``copy.deepcopy``) is made again
+        from these, on the backend its ``backend`` option picks where it is loaded, and steps on
+        exactly as the original. Callables given as ``reward``/``done`` must be picklable."""
+        made = {"rom": self._rom, "made_with": self._made_with, "closed": self.closed}
+        if self.closed:
+            return made
+        n, d = self.num_envs, self._dev
+        where = {
+            "ram": self._ram, "frames": self._frames, "elapsed": self._elapsed,
+            "start_of": self._start_of, "fresh": self._fresh, "pending": self._pending,
+        } if d is None else {
+            "ram": d.ram, "frames": d.frames, "elapsed": d.elapsed, "start_of": d.start_of,
+            "fresh": d.fresh, "pending": d.pending,
+        }  # fmt: skip
+        return {
+            **made,
+            "consoles": [self._batch.save_state(i) for i in range(n)],
+            # A save state holds no pixels: the screens come back as loaded states' do.
+            "screens": self._screens() if self._draw else None,
+            "arrays": {k: np.array(to_numpy(v)) for k, v in where.items()},
+            "head": self._head if d is None else d.head,
+            "next_start": self._next_start if d is None else int(d.next_start),
+            "needs_reset": self._needs_reset,
+            "rng": self._rng,
+            "seed": self._seed,
+            "np_random": (self._np_random, self._np_random_seed),
+            "spaces": (self.action_space, self.single_action_space),
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["rom"], **state["made_with"])  # type: ignore[misc]
+        if state["closed"]:
+            self.close()
+            return
+        for i, blob in enumerate(state["consoles"]):
+            self._batch.load_state(i, blob)
+        self._batch.set_render(self._draw)
+        if state["screens"] is not None:
+            self._loaded = dict(enumerate(state["screens"]))
+        self._needs_reset, self._rng, self._seed = state["needs_reset"], state["rng"], state["seed"]
+        self._np_random, self._np_random_seed = state["np_random"]
+        self.action_space, self.single_action_space = state["spaces"]
+        a = state["arrays"]
+        if self._dev is None:
+            self._ram, self._frames[...] = a["ram"], a["frames"]
+            self._elapsed, self._start_of = a["elapsed"], a["start_of"]
+            self._fresh, self._pending = a["fresh"], a["pending"]
+            self._head, self._next_start = state["head"], state["next_start"]
+            return
+        d, torch = self._dev, self._dev.torch
+        d.ram = torch.as_tensor(a["ram"], device=d.dev)
+        d.frames.copy_(torch.as_tensor(a["frames"]))
+        d.elapsed, d.start_of = (torch.as_tensor(a[k], device=d.dev) for k in ("elapsed", "start_of"))
+        d.fresh, d.pending = (torch.as_tensor(a[k], device=d.dev) for k in ("fresh", "pending"))
+        d.head, d.next_start = state["head"], torch.tensor(state["next_start"], device=d.dev)
 
     # --- search: save and restore single consoles ---
 

@@ -26,7 +26,7 @@ import nesle
 from nesle import _native
 from nesle._device import to_numpy
 
-from .test_env import check_a_loaded_state_shows_its_screen
+from .test_env import check_a_loaded_state_shows_its_screen, check_copies_step_on_as_the_original
 
 torch = pytest.importorskip("torch")
 
@@ -156,6 +156,20 @@ def test_a_large_batch_in_lockstep_matches_one_cpu_console(smb_rom, frames):
 def test_a_loaded_state_shows_its_screen_on_cuda(smb_rom):
     check_a_loaded_state_shows_its_screen(
         lambda: nesle.make_vec(smb_rom, 2, backend="cuda", obs="ram", render_mode="rgb_array")
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(obs="ram", start_states=["1-1", "1-2", "1-3", "1-4"]),
+        dict(obs="gray84", frame_stack=3, render_mode="rgb_array", start_states=["1-1", "1-2"],
+             start_sampling="random", autoreset_mode="next_step"),  # fmt: skip
+    ],
+)
+def test_a_pickled_or_deep_copied_env_steps_on_as_the_original_on_cuda(smb_rom, kwargs):
+    check_copies_step_on_as_the_original(
+        lambda: nesle.make_vec(smb_rom, 3, backend="cuda", max_episode_steps=10, seed=5, **kwargs)
     )
 
 

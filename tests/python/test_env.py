@@ -5,6 +5,9 @@ Few consoles and a few hundred frames per test: the CPU core runs ~400 frames/s 
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -13,6 +16,7 @@ from gymnasium.vector.utils import batch_space
 
 import nesle
 from nesle import _native, actions, vector
+from nesle._device import to_numpy
 from nesle.games import smb
 
 RIGHT_B = 3  # "simple" action 3: right + B (run)
@@ -501,6 +505,71 @@ def test_a_loaded_state_shows_its_screen():
     check_a_loaded_state_shows_its_screen(
         lambda: nesle.make_vec("smb", 2, backend="cpu", obs="ram", render_mode="rgb_array")
     )
+
+
+def check_copies_step_on_as_the_original(make, n=3):
+    """``make()`` an SMB vector env of ``n`` consoles; a pickled and a deep-copied copy of it,
+    taken mid-episode (NEXT_STEP: with envs waiting to restart), step on as it does: the same
+    results, infos, screens and save states."""
+    a = make()
+    a.reset(seed=5)
+    for t in range(10):  # max_episode_steps=10: envs 1.. end on step 10, NEXT_STEP restarts next
+        if t == 4:  # env 0 restarted by hand: it has 5 steps left, and its frames differ
+            a.reset(options={"reset_mask": np.arange(n) == 0})
+        a.step(np.arange(n) % 4)
+    copies = [pickle.loads(pickle.dumps(a)), copy.deepcopy(a)]
+    for b in copies:  # before any step: what a save state does not hold came along
+        np.testing.assert_array_equal(to_numpy(b.ram()), to_numpy(a.ram()))
+        for i in range(n):
+            np.testing.assert_array_equal(b.save_state(i).frame, a.save_state(i).frame)
+        if a.render_mode is not None:
+            np.testing.assert_array_equal(b.screens(), a.screens())
+    rng = np.random.default_rng(0)
+    for t in range(25):
+        act = rng.integers(0, a.single_action_space.n, n)
+        want = to_numpy(a.step(act))
+        for b in copies:
+            got = to_numpy(b.step(act))
+            for x, y in zip(want[:4], got[:4]):
+                np.testing.assert_array_equal(x, y, err_msg=f"step {t}")
+            assert list(got[4]) == list(want[4])
+            np.testing.assert_array_equal(got[4]["elapsed_steps"], want[4]["elapsed_steps"])
+            if a.render_mode is not None:
+                np.testing.assert_array_equal(b.screens(), a.screens())
+    for b in copies:
+        assert b.save_state(1).console == a.save_state(1).console
+        np.testing.assert_array_equal(b.save_state(1).frame, a.save_state(1).frame)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(obs="ram", start_states=["1-1", "1-2", "1-3", "1-4"]),  # the next start: 2
+        dict(obs="gray84", frame_stack=3, render_mode="rgb_array", start_states=["1-1", "1-2"],
+             start_sampling="random", autoreset_mode="next_step"),  # fmt: skip
+    ],
+)
+def test_a_pickled_or_deep_copied_env_steps_on_as_the_original(kwargs):
+    check_copies_step_on_as_the_original(
+        lambda: nesle.make_vec("smb", 3, backend="cpu", max_episode_steps=10, seed=5, **kwargs)
+    )
+
+
+def test_a_single_env_and_envs_not_yet_run_or_closed_copy_as_they_are():
+    env = nesle.make("tetris", seed=3, obs="gray84", frame_stack=2)
+    env.reset()
+    for _ in range(20):
+        env.step(1)
+    twin = pickle.loads(pickle.dumps(env))
+    assert twin.action_space is twin.vec.single_action_space  # one space, as in the original
+    for _ in range(40):  # Tetris: its piece generator's state came along
+        np.testing.assert_array_equal(env.step(2)[0], twin.step(2)[0])
+    unrun = copy.deepcopy(nesle.make_vec("smb", 1))
+    with pytest.raises(RuntimeError, match="reset"):
+        unrun.step(np.zeros(1, np.int64))
+    closed = nesle.make_vec("smb", 1)
+    closed.close()
+    assert pickle.loads(pickle.dumps(closed)).closed
 
 
 def test_a_malformed_env_state_is_refused_before_the_console_changes():
