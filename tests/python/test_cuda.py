@@ -467,9 +467,12 @@ def test_bad_inputs_raise_the_cpu_backends_errors(smb_rom, blank_rom):
         _native.CudaBatch(blank_rom, 1, 99)
 
 
-def test_too_many_envs_for_gpu_memory_is_a_memory_error(blank_rom):
+@pytest.mark.parametrize("n", [10**9, 2**62, 2**63 - 1])  # the last two: bytes past 2^64
+def test_too_many_envs_for_gpu_memory_is_a_memory_error(blank_rom, n):
     with pytest.raises(MemoryError, match="GPU memory"):
-        _native.CudaBatch(blank_rom, 10**9)
+        _native.CudaBatch(blank_rom, n)
+    with pytest.raises(MemoryError, match="GPU memory"):
+        _native.CudaBatch(blank_rom, n, regroup_every=0)  # no sort buffer
 
 
 def test_the_device_report_reads_the_gpu_the_loaded_step_kernel_and_the_batchs_memory(smb_rom):

@@ -24,6 +24,10 @@ const STATE_MAGIC: &[u8; 8] = b"NESLEST\0";
 const HEADER_LEN: usize = 24;
 const CHECKSUM_LEN: usize = 8;
 
+/// One NES. The chips are public fields for inspection and for tests that build states no game
+/// reaches; writing them is unchecked (a table index out of range panics, a clock near its end
+/// overflows). To put a console in a state from outside, use [`Console::load_state`] or
+/// `Console::from_flat`, which refuse any state a console cannot be in.
 #[derive(Clone, Debug)]
 pub struct Console {
     pub cpu: Cpu,

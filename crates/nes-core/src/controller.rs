@@ -31,8 +31,9 @@ impl Controllers {
         }
     }
 
-    /// Serial bit of pad `port` (bit 0 of the $4016/$4017 read).
+    /// Serial bit of pad `port & 1` (bit 0 of the $4016/$4017 read), as the bus decodes it.
     pub fn read(&mut self, port: usize) -> u8 {
+        let port = port & 1;
         if self.strobe {
             return self.buttons[port] & 1;
         }

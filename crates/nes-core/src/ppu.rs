@@ -801,6 +801,11 @@ impl Snapshot for Ppu {
         }
         self.frame = r.u64()?;
         self.dot_clock = r.u64()?;
+        // Bounded as `bus.cycles` is (2^60 CPU cycles, 3 dots each): past them the clocks'
+        // sums would overflow.
+        if self.frame >= 1 << 60 || self.dot_clock >= 1 << 62 {
+            return Err(StateError::BadField("ppu.frame/dot_clock"));
+        }
         self.ctrl = r.u8()?;
         self.mask = r.u8()?;
         self.status = r.u8()?;

@@ -176,3 +176,49 @@ fn a_state_with_trailing_bytes_is_refused() {
         );
     }
 }
+
+/// Values at the edge of what a run can reach, set in a real state: the first one past the edge
+/// is refused, the last one inside loads and runs. Random flips rarely land on these edges.
+#[test]
+fn clocks_and_counters_past_what_any_run_reaches_are_refused() {
+    let nes = fixtures()[0].target.clone();
+    let cart = nes.bus.cart.clone();
+    let base = nes.to_flat();
+    type Edit = fn(&mut nes_core::flat::FlatState, bool);
+    let cases: [(&str, Edit); 3] = [
+        // The frame counter fires a step on the cycle that reaches it and moves on, so it is
+        // never left on it: four-step mode's first step is at cycle 7457.
+        ("apu.frame.cycle", |f, past| {
+            (f.apu_frame_five_step, f.apu_frame_step, f.apu_frame_write_delay, f.apu_frame_block) = (0, 0, 0, 0);
+            f.apu_frame_cycle = if past { 7457 } else { 7456 };
+        }),
+        // Bounded as `bus.cycles` (2^60 CPU cycles, 3 dots each), so their sums never overflow.
+        ("ppu.frame/dot_clock", |f, past| f.ppu_frame = (1 << 60) - !past as u64),
+        ("ppu.frame/dot_clock", |f, past| f.ppu_dot_clock = (1 << 62) - !past as u64),
+    ];
+    for (name, edit) in cases {
+        let mut past = base;
+        edit(&mut past, true);
+        match Console::from_flat(&past, &cart) {
+            Err(StateError::BadField(field)) => assert_eq!(field, name),
+            other => panic!("{name}: a value past the edge gave {other:?}"),
+        }
+        let mut inside = base;
+        edit(&mut inside, false);
+        let mut nes = Console::from_flat(&inside, &cart).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for _ in 0..3 {
+            nes.run_frame(); // with overflow checks (the test profile): no clock may wrap
+        }
+    }
+}
+
+/// The pads' serial port is decoded from one address bit, as the bus reads $4016/$4017.
+#[test]
+fn a_pad_port_past_two_reads_its_pad_as_the_bus_decodes_it() {
+    let mut nes = fixtures()[0].target.clone();
+    nes.set_buttons(0, 0x01);
+    nes.bus.pads.write_strobe(1);
+    nes.bus.pads.write_strobe(0);
+    assert_eq!(nes.bus.pads.read(2), 1); // pad 0's first bit (A held)
+    assert_eq!(nes.bus.pads.read(3), 0); // pad 1's first bit
+}

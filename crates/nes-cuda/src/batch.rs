@@ -148,10 +148,16 @@ impl Batch {
         let per_env = stride + 1 + 1 + 4 + 4 + 4 + if config.pixels { PIXELS_PER_ENV } else { 0 };
         // The device sort's pairs: 8 bytes for each env, rounded up to a power of two.
         let sorts = config.regroup_on_device && regroup_due(config.regroup_every, n_envs, config.regroup_every as u64);
-        let pair_count = if sorts { n_envs.next_power_of_two() } else { 0 };
+        let pair_count = if sorts { n_envs.checked_next_power_of_two().unwrap_or(usize::MAX) } else { 0 };
         let draws_lines = config.pixels && config.draw_lines;
         let lines_per_env = if draws_lines { stride + LINE_LOG_BYTES + 4 } else { 0 };
-        let needed = n_envs * (per_env + lines_per_env) + pair_count * 8 + rom.prg.len() + rom.code().len() * 4 + rom.chr.len();
+        let rom_bytes = rom.prg.len() + rom.code().len() * 4 + rom.chr.len();
+        // Checked: an n_envs whose bytes overflow needs more than any GPU has.
+        let needed = n_envs
+            .checked_mul(per_env + lines_per_env)
+            .and_then(|b| b.checked_add(pair_count.checked_mul(8)?))
+            .and_then(|b| b.checked_add(rom_bytes))
+            .unwrap_or(usize::MAX);
         let (free, _) = gpu.memory()?;
         // Leave 5% for the driver, the module and the kernel's local memory.
         if needed > free / 20 * 19 {
@@ -294,13 +300,14 @@ impl Batch {
         trace: &mut CudaSlice<u8>,
         gray: Option<&mut CudaSlice<u8>>,
     ) -> Result<(), Error> {
-        let per_frame = self.n_envs * 0x800;
-        if trace.len() < frames as usize * per_frame {
+        // Checked: a count of frames whose bytes overflow fits no buffer.
+        let needed = (self.n_envs * 0x800).checked_mul(frames as usize);
+        if needed.map_or(true, |b| trace.len() < b) {
             return Err(Error::BadArgument(format!(
-                "trace buffer holds {} bytes, {frames} frames of {} envs need {}",
+                "trace buffer holds {} bytes, too few for {frames} frames of {} envs ({} bytes each)",
                 trace.len(),
                 self.n_envs,
-                frames as usize * per_frame
+                self.n_envs * 0x800
             )));
         }
         let regrouped = self.auto_regroup()?;
@@ -767,7 +774,7 @@ fn uploaded<'a>(gpu: &Gpu, slot: &'a mut Option<CudaSlice<u8>>, bytes: impl FnOn
 
 /// `state` as nes-core loads it, in the batch's packing; refused if nes-core refuses it or if it
 /// holds data in memory the packing leaves out (its board never uses it).
-fn loadable(rom: &RomImage, packing: Packing, state: &FlatState) -> Result<FlatState, Error> {
+pub(crate) fn loadable(rom: &RomImage, packing: Packing, state: &FlatState) -> Result<FlatState, Error> {
     let loaded = rom.loadable_state(state)?;
     if Packing::of(state) != packing || !packing.keeps_everything_of(state) {
         return Err(Error::BadArgument(

@@ -60,6 +60,27 @@ pub mod host {
         pixels: Option<&mut [u8]>,
     ) -> Result<(), Error> {
         check_inputs(states, rom, actions)?;
+        // SAFETY: the states are what nes-core loads for `rom` (just checked).
+        unsafe { step_unvalidated(states, rom, actions, frames, pixels) }
+    }
+
+    /// [`step`] on states taken as they are, for tests of what no loadable state reaches (the
+    /// frame loop's guard on a PPU line that does not exist). The lengths are still checked.
+    ///
+    /// # Safety
+    /// Every state must be of `rom`'s board with its banking maps inside `rom`'s images and its
+    /// table indices (the APU's steps and rates) in range, as in any state nes-core loads; the
+    /// C++ code indexes memory with them unchecked.
+    pub unsafe fn step_unvalidated(
+        states: &mut [FlatState],
+        rom: &RomImage,
+        actions: &[u8],
+        frames: u32,
+        pixels: Option<&mut [u8]>,
+    ) -> Result<(), Error> {
+        if actions.len() != states.len() {
+            return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), states.len())));
+        }
         if let Some(p) = &pixels {
             if p.len() != states.len() * PIXELS_PER_ENV {
                 return Err(Error::BadArgument(format!("pixel buffer of {} bytes for {} envs", p.len(), states.len())));
@@ -120,7 +141,7 @@ pub mod host {
     /// or, with `one_by_one`, dot by dot: the kernels' PPU tests compare the two. `pixels`, if
     /// given, is one 256x240 picture that receives the dots drawn.
     pub fn ppu_run(state: &mut FlatState, rom: &RomImage, dots: u32, one_by_one: bool, pixels: Option<&mut [u8]>) -> Result<(), Error> {
-        check_inputs(std::slice::from_ref(state), rom, &[0])?;
+        check_inputs(std::slice::from_mut(state), rom, &[0])?;
         if let Some(p) = &pixels {
             if p.len() != PIXELS_PER_ENV {
                 return Err(Error::BadArgument(format!("pixel buffer of {} bytes for one env", p.len())));
@@ -132,27 +153,38 @@ pub mod host {
 
     /// One frame drawn twice: as the step kernel draws it and by replaying the PPU from the
     /// frame's logged accesses (kernels/replay.cuh). See `launch::host_replay_check`.
-    pub fn replay_check(state: &mut FlatState, rom: &RomImage, reference: &mut [u8], replayed: &mut [u8]) -> i32 {
-        launch::host_replay_check(state, rom, reference, replayed)
+    pub fn replay_check(state: &mut FlatState, rom: &RomImage, reference: &mut [u8], replayed: &mut [u8]) -> Result<i32, Error> {
+        check_inputs(std::slice::from_mut(state), rom, &[0])?;
+        if reference.len() != PIXELS_PER_ENV || replayed.len() != PIXELS_PER_ENV {
+            return Err(Error::BadArgument(format!(
+                "picture buffers of {} and {} bytes for one env",
+                reference.len(),
+                replayed.len()
+            )));
+        }
+        Ok(launch::host_replay_check(state, rom, reference, replayed))
     }
 
     /// The number of dots from now within which the PPU's `$2002` bits (5-7) cannot change,
     /// as the kernels' bus trusts it to answer a read without catching the PPU up
     /// (`ppu_dots_to_status_change`): the kernels' PPU tests check it against ticking.
     pub fn status_bound(state: &FlatState, rom: &RomImage) -> Result<u32, Error> {
-        check_inputs(std::slice::from_ref(state), rom, &[0])?;
-        Ok(launch::host_status_bound(state, rom))
+        let mut state = *state;
+        check_inputs(std::slice::from_mut(&mut state), rom, &[0])?;
+        Ok(launch::host_status_bound(&state, rom))
     }
 
-    fn check_inputs(states: &[FlatState], rom: &RomImage, actions: &[u8]) -> Result<(), Error> {
+    /// Each state made what nes-core loads (validated against `rom`, as [`crate::Batch`]
+    /// loads states), all of them or none: the C++ code trusts a state's banking maps to
+    /// index inside the ROM, so a state nes-core refuses must never reach it.
+    fn check_inputs(states: &mut [FlatState], rom: &RomImage, actions: &[u8]) -> Result<(), Error> {
         if actions.len() != states.len() {
             return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), states.len())));
         }
-        for s in states {
-            if s.cart_prg_len as usize != rom.prg.len() || (s.cart_chr_is_ram == 0 && s.cart_chr_len as usize != rom.chr.len()) {
-                return Err(Error::BadArgument("state belongs to another ROM".into()));
-            }
-        }
+        let Some(first) = states.first() else { return Ok(()) };
+        let packing = crate::packed::Packing::of(first);
+        let loaded = states.iter().map(|s| crate::batch::loadable(rom, packing, s)).collect::<Result<Vec<_>, _>>()?;
+        states.copy_from_slice(&loaded);
         Ok(())
     }
 

@@ -5,12 +5,13 @@ use nes_core::cart::{Cart, Header};
 use nes_core::flat::FlatState;
 use nes_core::Console;
 
-/// A parsed ROM: its PRG/CHR images and a powered-on cartridge template.
+/// A parsed ROM: its PRG/CHR images and a powered-on cartridge template. Read-only once made:
+/// states are validated against the cartridge, and the kernels index the images by them.
 #[derive(Debug, Clone)]
 pub struct RomImage {
-    pub prg: Vec<u8>,
+    pub(crate) prg: Vec<u8>,
     /// CHR ROM; empty when the board has CHR RAM (which lives in each FlatState).
-    pub chr: Vec<u8>,
+    pub(crate) chr: Vec<u8>,
     /// One code word per PRG ROM byte (kernels/quiet.cuh `cpu_code_word`): the quiet path's
     /// fetch, built once here for the host build and for the GPU's copy.
     code: Vec<u32>,
@@ -26,6 +27,16 @@ impl RomImage {
         let cart = Cart::from_ines(rom)?;
         let code = crate::launch::code_words(&prg);
         Ok(RomImage { prg, chr, code, cart })
+    }
+
+    /// PRG ROM.
+    pub fn prg(&self) -> &[u8] {
+        &self.prg
+    }
+
+    /// CHR ROM; empty when the board has CHR RAM (which lives in each FlatState).
+    pub fn chr(&self) -> &[u8] {
+        &self.chr
     }
 
     /// The code words of `prg` (kernels/quiet.cuh `cpu_code_word`), one per byte, then 8 KiB

@@ -25,7 +25,7 @@ fn check_rom(name: &str, bytes: &[u8], frames: usize, games_draw: bool) {
     for f in 0..frames {
         let buttons = if f % 4 == 0 { (rng.next() >> 9) as u8 } else { state.pad_buttons[0] };
         state.pad_buttons[0] = buttons;
-        let n = host::replay_check(&mut state, &image, &mut a, &mut b);
+        let n = host::replay_check(&mut state, &image, &mut a, &mut b).unwrap();
         assert!(n >= 0, "{name} frame {f}: {n}");
         events += n as i64;
         if let Some(i) = a.iter().zip(&b).position(|(x, y)| x != y) {

@@ -214,7 +214,9 @@ impl FrameCounter {
         if self.step > 5 {
             return Err(StateError::BadField("apu.frame.step"));
         }
-        if self.cycle > STEP_CYCLES[self.five_step as usize][self.step as usize] {
+        // The step fires on the cycle that reaches its count and moves on, so no tick leaves
+        // the counter on it: a state there would never fire again.
+        if self.cycle >= STEP_CYCLES[self.five_step as usize][self.step as usize] {
             return Err(StateError::BadField("apu.frame.cycle"));
         }
         if self.write_delay > WRITE_DELAY_EVEN || self.block > 2 {

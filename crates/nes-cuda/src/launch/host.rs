@@ -202,7 +202,8 @@ fn host_step_packed(
     // null, `order` is null or a permutation of 0..n (checked by the caller), `ran` null or n
     // counts, `lines` null or n LineLogs, `queue` null or n + 3 zeroed words, `prg`/`chr` are
     // the ROM images the states' banking maps were built for (each state's maps index inside
-    // them, as Cart::load validates). The C++ code does not retain any pointer after returning.
+    // them: the caller's states are what nes-core loads, `host::check_inputs`). The C++ code
+    // does not retain any pointer after returning.
     unsafe {
         nesle_host_step(
             packed.as_mut_ptr(),
