@@ -475,6 +475,46 @@ def test_too_many_envs_for_gpu_memory_is_a_memory_error(blank_rom, n):
         _native.CudaBatch(blank_rom, n, regroup_every=0)  # no sort buffer
 
 
+_HOST_MEMORY_SCRIPT = """
+import resource, sys
+import numpy as np
+from nesle import _native
+
+b = _native.CudaBatch(open(sys.argv[1], "rb").read(), 4096, render=False)
+b.step(np.zeros(4096, np.uint8), 1)
+before = int(b.frame_counts()[0])
+used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+resource.setrlimit(resource.RLIMIT_AS, (used + (16 << 20), hard))  # 16 MiB more, no room
+for call in (b.pixels, b.rgb, b.frame_counts, b.faults):  # 240, 720, 50 and 50 MiB
+    try:
+        call()
+        print(call.__name__, "allocated")
+    except MemoryError as e:
+        print(call.__name__, "MemoryError", e)
+resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+b.step(np.zeros(4096, np.uint8), 1)
+print("usable", int(b.frame_counts()[0]) - before)
+"""
+
+
+def test_a_host_buffer_the_host_cannot_hold_is_a_memory_error(smb_rom, tmp_path):
+    """Data copied from the GPU lands in host buffers: one the host has no room for is a
+    MemoryError and the batch goes on (a failed allocation used to abort the process). The
+    room is taken away with an address-space limit, in a process of its own."""
+    rom = tmp_path / "smb.nes"
+    rom.write_bytes(smb_rom)
+    run = subprocess.run(
+        [sys.executable, "-c", _HOST_MEMORY_SCRIPT, str(rom)], capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.splitlines()
+    for name in ("pixels", "rgb", "frame_counts", "faults"):
+        assert any(line.startswith(f"{name} MemoryError") for line in lines), run.stdout
+    assert "usable 1" in lines, run.stdout
+
+
 def test_the_device_report_reads_the_gpu_the_loaded_step_kernel_and_the_batchs_memory(smb_rom):
     from nesle import bench
 

@@ -9,6 +9,7 @@ mod policies;
 
 pub use policies::{LinesPolicy, SortPolicy, LINES_PAUSE, LINES_WINDOW, SORT_CALM_MAX};
 
+use crate::error::host_zeros;
 use crate::launch::{self, Fence, Gpu, LINES_REDRAW, LINE_LOG_BYTES, LINE_LOG_FLAGS_AT};
 use crate::packed::Packing;
 use crate::{DeviceReport, Error, FlatState, RomImage, PIXELS_PER_ENV};
@@ -448,7 +449,7 @@ impl Batch {
         if !self.policy.last_by_lines {
             return Ok(Some(0));
         }
-        let mut out = vec![0u8; self.n_envs * LINE_LOG_BYTES];
+        let mut out = host_zeros(self.n_envs * LINE_LOG_BYTES)?;
         self.gpu.download(logs, 0, &mut out)?;
         let flags = |l: &[u8]| u32::from_le_bytes(l[LINE_LOG_FLAGS_AT..LINE_LOG_FLAGS_AT + 4].try_into().unwrap());
         Ok(Some(out.chunks(LINE_LOG_BYTES).filter(|l| flags(l) & LINES_REDRAW != 0).count()))
@@ -593,22 +594,26 @@ impl Batch {
     pub fn ram_to_host(&self) -> Result<Vec<u8>, Error> {
         let mut dense = self.gpu.alloc(self.n_envs * 0x800)?;
         self.gpu.gather_ram(&self.states, &mut dense, self.n_envs, self.packing)?;
-        let mut out = vec![0u8; self.n_envs * 0x800];
+        let mut out = host_zeros(self.n_envs * 0x800)?;
         self.gpu.download(&dense, 0, &mut out)?;
         Ok(out)
     }
 
     /// Every env's whole state.
     pub fn states_to_host(&self) -> Result<Vec<FlatState>, Error> {
-        let mut packed = vec![0u8; self.n_envs * self.packing.stride()];
+        let mut packed = host_zeros(self.n_envs * self.packing.stride())?;
         self.gpu.download(&self.states, 0, &mut packed)?;
-        Ok(self.packing.unpack_all(&packed))
+        let mut states = Vec::new();
+        let bytes = self.n_envs * std::mem::size_of::<FlatState>();
+        states.try_reserve_exact(self.n_envs).map_err(|_| Error::HostMemory { bytes })?;
+        states.extend(packed.chunks_exact(self.packing.stride()).map(|c| self.packing.unpack(c)));
+        Ok(states)
     }
 
     /// The last frame of every env (`n_envs * 256 * 240` palette indices), if enabled.
     pub fn pixels_to_host(&self) -> Result<Vec<u8>, Error> {
         let px = self.pixels.as_ref().ok_or_else(|| Error::BadArgument("batch built without pixels".into()))?;
-        let mut out = vec![0u8; self.n_envs * PIXELS_PER_ENV];
+        let mut out = host_zeros(self.n_envs * PIXELS_PER_ENV)?;
         self.gpu.download(px, 0, &mut out)?;
         Ok(out)
     }
@@ -618,7 +623,7 @@ impl Batch {
     pub fn rgb_to_host(&mut self) -> Result<Vec<u8>, Error> {
         let mut dense = self.gpu.alloc(self.n_envs * crate::picture::RGB_BYTES)?;
         self.rgb(&mut dense)?;
-        let mut out = vec![0u8; self.n_envs * crate::picture::RGB_BYTES];
+        let mut out = host_zeros(self.n_envs * crate::picture::RGB_BYTES)?;
         self.gpu.download(&dense, 0, &mut out)?;
         Ok(out)
     }

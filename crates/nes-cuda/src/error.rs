@@ -19,6 +19,8 @@ pub enum Error {
     Cuda(String),
     /// The GPU did not finish the queued work within `NESLE_SYNC_TIMEOUT` milliseconds.
     Timeout { millis: u64 },
+    /// A host buffer for data copied from the GPU could not be allocated.
+    HostMemory { bytes: usize },
 }
 
 impl std::fmt::Display for Error {
@@ -47,6 +49,9 @@ impl std::fmt::Display for Error {
                  this batch, and CUDA work of this process, cannot be trusted any more",
                 *millis as f64 / 1000.0
             ),
+            Error::HostMemory { bytes } => {
+                write!(f, "could not allocate {:.1} MiB of host memory for data from the GPU", *bytes as f64 / 1048576.0)
+            }
         }
     }
 }
@@ -63,4 +68,13 @@ impl From<nes_core::StateError> for Error {
     fn from(e: nes_core::StateError) -> Self {
         Error::State(e)
     }
+}
+
+/// A zeroed host buffer of `len` bytes, or [`Error::HostMemory`] when the host has no room for
+/// it (`vec!` would abort the process instead).
+pub(crate) fn host_zeros(len: usize) -> Result<Vec<u8>, Error> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| Error::HostMemory { bytes: len })?;
+    v.resize(len, 0);
+    Ok(v)
 }

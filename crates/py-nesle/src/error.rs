@@ -46,6 +46,7 @@ pub fn cuda_error(e: nes_cuda::Error) -> PyErr {
         E::BadArgument(_) => PyValueError::new_err(e.to_string()),
         E::Cuda(_) => PyRuntimeError::new_err(e.to_string()),
         E::Timeout { .. } => PyTimeoutError::new_err(e.to_string()),
+        E::HostMemory { .. } => PyMemoryError::new_err(e.to_string()),
     }
 }
 
