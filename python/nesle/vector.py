@@ -517,7 +517,7 @@ class NesleVectorEnv(VectorEnv):
         if self.closed:
             return made
         n, d = self.num_envs, self._dev
-        where = {
+        arrays = {
             "ram": self._ram, "frames": self._frames, "elapsed": self._elapsed,
             "start_of": self._start_of, "fresh": self._fresh, "pending": self._pending,
         } if d is None else {
@@ -529,7 +529,7 @@ class NesleVectorEnv(VectorEnv):
             "consoles": [self._batch.save_state(i) for i in range(n)],
             # A save state holds no pixels: the screens come back as loaded states' do.
             "screens": self._screens() if self._draw else None,
-            "arrays": {k: np.array(to_numpy(v)) for k, v in where.items()},
+            "arrays": {k: np.array(to_numpy(v)) for k, v in arrays.items()},
             "head": self._head if d is None else d.head,
             "next_start": self._next_start if d is None else int(d.next_start),
             "needs_reset": self._needs_reset,
