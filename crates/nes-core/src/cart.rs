@@ -211,9 +211,10 @@ fn nes2_rom_size(lsb: u8, msb: u8, unit: usize) -> usize {
         if e >= 30 {
             return usize::MAX / 2;
         }
-        (1usize << e) * (m * 2 + 1)
+        // Saturating: on a 32-bit target 2^29 * 7 overflows, and any size past the limit is refused.
+        (1usize << e).saturating_mul(m * 2 + 1)
     } else {
-        (((msb as usize) << 8) | lsb as usize) * unit
+        (((msb as usize) << 8) | lsb as usize).saturating_mul(unit)
     }
 }
 
