@@ -303,7 +303,7 @@ impl Batch {
     ) -> Result<(), Error> {
         // Checked: a count of frames whose bytes overflow fits no buffer.
         let needed = (self.n_envs * 0x800).checked_mul(frames as usize);
-        if needed.map_or(true, |b| trace.len() < b) {
+        if needed.is_none_or(|b| trace.len() < b) {
             return Err(Error::BadArgument(format!(
                 "trace buffer holds {} bytes, too few for {frames} frames of {} envs ({} bytes each)",
                 trace.len(),
