@@ -25,7 +25,6 @@ use common::game_rom as rom;
 /// for the next iteration (untimed anyway) is noise.
 const CHUNK: u32 = 120;
 
-
 /// Power-on to the first frame where World 1-1 is playable (OperMode 1, task 3).
 fn world_1_1() -> Console {
     let mut nes = Console::new(&rom("super-mario-bros.nes")).expect("SMB loads");
@@ -55,9 +54,7 @@ fn frames(c: &mut Criterion) {
     let mut g = c.benchmark_group("smb_1_1");
     g.throughput(Throughput::Elements(CHUNK as u64));
     // 2 shared cores: short, repeatable runs beat long ones.
-    g.sample_size(20)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(5));
+    g.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
 
     let setup = |render: bool| {
         let mut nes = start.clone();

@@ -33,9 +33,8 @@ fn main() {
             _ => fail(&format!("unexpected argument {a}")),
         }
     }
-    let rom_path = rom_path.unwrap_or_else(|| {
-        fail("usage: fps ROM [--steps N] [--mode none|pixels|rgb] [--actions FILE]")
-    });
+    let rom_path =
+        rom_path.unwrap_or_else(|| fail("usage: fps ROM [--steps N] [--mode none|pixels|rgb] [--actions FILE]"));
     let rom = std::fs::read(&rom_path).unwrap_or_else(|e| fail(&format!("{rom_path}: {e}")));
     let actions = match &actions_path {
         Some(p) => std::fs::read(p).unwrap_or_else(|e| fail(&format!("{p}: {e}"))),
@@ -55,14 +54,7 @@ fn main() {
     let mut boot_frames = 0;
     while !(nes.ram()[0x0770] == 1 && nes.ram()[0x0772] == 3) {
         let title = nes.ram()[0x0770] == 0 && nes.ram()[0x0772] == 3;
-        nes.set_buttons(
-            0,
-            if title && boot_frames % 10 < 5 {
-                START
-            } else {
-                0
-            },
-        );
+        nes.set_buttons(0, if title && boot_frames % 10 < 5 { START } else { 0 });
         nes.run_frame();
         boot_frames += 1;
         if boot_frames > 600 {

@@ -22,7 +22,6 @@
 
 use nes_core::cpu::ops::{Access, Mn, Mode, OPS};
 
-
 #[path = "common/rng.rs"]
 mod rng;
 use rng::{Rng, SIMPLE_MOVEMENT};
@@ -70,7 +69,8 @@ fn main() {
             let calm = why.is_none();
             // A PPU register access: the register (0-7), 8 more for a write.
             let write = op.mn.access() != Access::Read;
-            let ppu_reg = (why == Some(LOUD_PPU)).then(|| (operand_address(&c, op.mode) & 7) as usize + 8 * write as usize);
+            let ppu_reg =
+                (why == Some(LOUD_PPU)).then(|| (operand_address(&c, op.mode) & 7) as usize + 8 * write as usize);
             c.step();
             if c.cpu.pc == pc {
                 repeats += 1;

@@ -24,7 +24,15 @@ use std::path::PathBuf;
 
 const START: u8 = 0x08;
 const WATCHED: [&str; 10] = [
-    "ppu_t", "ppu_x", "ppu_ctrl", "ppu_mask", "ppu_palette", "cart_ciram", "ppu_oam", "cart_chr_ram", "cart_chr_map",
+    "ppu_t",
+    "ppu_x",
+    "ppu_ctrl",
+    "ppu_mask",
+    "ppu_palette",
+    "cart_ciram",
+    "ppu_oam",
+    "cart_chr_ram",
+    "cart_chr_map",
     "cart_mirroring",
 ];
 const PRE_RENDER: u16 = 261;
@@ -85,7 +93,13 @@ fn survey(name: &str, rom: &[u8], frames: u64, smb: bool) -> Tally {
     for f in 0..frames {
         if f % 4 == 0 {
             buttons = if smb {
-                if (40..44).contains(&f) { START } else if f < 44 { 0 } else { SIMPLE_MOVEMENT[(rng.next() % 7) as usize] }
+                if (40..44).contains(&f) {
+                    START
+                } else if f < 44 {
+                    0
+                } else {
+                    SIMPLE_MOVEMENT[(rng.next() % 7) as usize]
+                }
             } else {
                 (rng.next() >> 11) as u8
             };

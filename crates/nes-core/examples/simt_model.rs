@@ -53,10 +53,10 @@ const FULL_STEP: f64 = 350.0;
 #[path = "common/rng.rs"]
 mod rng;
 use rng::{Rng, SIMPLE_MOVEMENT};
-#[path = "common/smb.rs"]
-mod smb;
 #[path = "common/blocks.rs"]
 mod blocks;
+#[path = "common/smb.rs"]
+mod smb;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Slot {
@@ -174,7 +174,8 @@ fn traced_frame(c: &mut Console) -> Vec<Slot> {
         t.push(Slot { pc, sp, op, quiet: quiet && !interrupt, part });
         for l in [1, 3] {
             let n = t.len();
-            let same = |a: &[Slot], b: &[Slot]| a.iter().zip(b).all(|(p, q)| p.pc == q.pc && p.op == q.op && p.sp == q.sp);
+            let same =
+                |a: &[Slot], b: &[Slot]| a.iter().zip(b).all(|(p, q)| p.pc == q.pc && p.op == q.op && p.sp == q.sp);
             if n >= 2 * l && same(&t[n - 2 * l..n - l], &t[n - l..]) {
                 t.truncate(n - l);
             }
@@ -377,7 +378,8 @@ fn part_rounds(traces: &[Vec<Slot>], run: &dyn Fn(&[Vec<Slot>]) -> Tally) -> Vec
         .map(|w| {
             (0..PARTS as u8)
                 .map(|p| {
-                    let cut: Vec<Vec<Slot>> = w.iter().map(|t| t.iter().copied().filter(|s| s.part == p).collect()).collect();
+                    let cut: Vec<Vec<Slot>> =
+                        w.iter().map(|t| t.iter().copied().filter(|s| s.part == p).collect()).collect();
                     run(&cut).rounds
                 })
                 .collect()
@@ -388,15 +390,18 @@ fn part_rounds(traces: &[Vec<Slot>], run: &dyn Fn(&[Vec<Slot>]) -> Tally) -> Vec
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let warps: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(16);
-    let steps: Vec<usize> =
-        args.get(1).map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect()).unwrap_or_else(|| vec![30, 100, 200]);
+    let steps: Vec<usize> = args
+        .get(1)
+        .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_else(|| vec![30, 100, 200]);
     let boot = smb::world_1_1();
     let n = warps * WARP;
     let mut envs: Vec<(Console, u64)> = (0..n).map(|_| (boot.clone(), 0)).collect();
     let mut rngs: Vec<Rng> = (0..n).map(Rng::for_env).collect();
     let last = steps.iter().copied().max().unwrap_or(0);
     let policies: [&str; 12] = [
-        "vote", "opcode", "form", "free 0", "free 8", "free inf", "lead f", "lead fm", "major f", "major fm", "class 8", "class 64",
+        "vote", "opcode", "form", "free 0", "free 8", "free inf", "lead f", "lead fm", "major f", "major fm",
+        "class 8", "class 64",
     ];
     let run = |name: &str, w: &[Vec<Slot>]| match name {
         "vote" => vote(w),
@@ -458,9 +463,13 @@ fn main() {
                     let rounds = part_rounds(&traces, &|w: &[Vec<Slot>]| run(name, w));
                     let mut cells = Vec::new();
                     for slack in [0, 1] {
-                        let paths: Vec<u64> = rounds.chunks(BLOCK_WARPS).map(|b| blocks::block_path(b, slack)).collect();
+                        let paths: Vec<u64> =
+                            rounds.chunks(BLOCK_WARPS).map(|b| blocks::block_path(b, slack)).collect();
                         let mean = paths.iter().sum::<u64>() as f64 / paths.len() as f64;
-                        cells.push(format!("slack {slack}: slowest block {} mean {mean:.0}", paths.iter().max().unwrap()));
+                        cells.push(format!(
+                            "slack {slack}: slowest block {} mean {mean:.0}",
+                            paths.iter().max().unwrap()
+                        ));
                     }
                     eprintln!("step {step} frame {f} {name}: {}", cells.join("; "));
                 }

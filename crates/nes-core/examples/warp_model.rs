@@ -91,12 +91,12 @@ const WARP: usize = 32;
 #[path = "common/rng.rs"]
 mod rng;
 use rng::{Rng, SIMPLE_MOVEMENT};
-#[path = "common/smb.rs"]
-mod smb;
 #[path = "common/blocks.rs"]
 mod blocks;
 #[path = "warp_model/orders.rs"]
 mod orders;
+#[path = "common/smb.rs"]
+mod smb;
 use orders::{order_costs, Flow, Ranks};
 
 /// One executed instruction: its address and opcode.
@@ -166,7 +166,8 @@ fn vote_cost<T: AsRef<[Slot]>, K: Ord + Copy>(traces: &[T], key: impl Fn(&Slot) 
     let mut at = vec![0usize; traces.len()];
     let mut rounds = 0;
     while let Some(low) = traces.iter().zip(&at).filter_map(|(t, &i)| t.get(i).map(&key)).min() {
-        let group: Vec<usize> = (0..traces.len()).filter(|&j| traces[j].get(at[j]).is_some_and(|s| key(s) == low)).collect();
+        let group: Vec<usize> =
+            (0..traces.len()).filter(|&j| traces[j].get(at[j]).is_some_and(|s| key(s) == low)).collect();
         rounds += distinct_ops(group.iter().map(|&j| traces[j][at[j]].op));
         for j in group {
             at[j] += 1;
@@ -184,7 +185,8 @@ fn vote_cost_alone(traces: &[Vec<Slot>]) -> (u64, u64, u64) {
     let (mut rounds, mut lone, mut together) = (0, 0, 0);
     while let Some(low) = traces.iter().zip(&at).filter_map(|(t, &i)| t.get(i).map(key)).min() {
         let left = (0..traces.len()).filter(|&j| at[j] < traces[j].len()).count();
-        let group: Vec<usize> = (0..traces.len()).filter(|&j| traces[j].get(at[j]).is_some_and(|s| key(s) == low)).collect();
+        let group: Vec<usize> =
+            (0..traces.len()).filter(|&j| traces[j].get(at[j]).is_some_and(|s| key(s) == low)).collect();
         rounds += 1;
         if left == 1 {
             lone += 1;
@@ -207,7 +209,8 @@ fn lanes_cost(traces: &[Vec<Slot>], key: impl Fn(&Slot) -> u32) -> u64 {
     while let Some(low) = traces.iter().zip(&at).filter_map(|(t, &i)| t.get(i).map(&key)).min() {
         let mut ops = Vec::new();
         for lane in 0..WARP {
-            let pick = (lane..traces.len()).step_by(WARP).find(|&j| traces[j].get(at[j]).is_some_and(|s| key(s) == low));
+            let pick =
+                (lane..traces.len()).step_by(WARP).find(|&j| traces[j].get(at[j]).is_some_and(|s| key(s) == low));
             if let Some(j) = pick {
                 ops.push(traces[j][at[j]].op);
                 at[j] += 1;
@@ -225,10 +228,13 @@ fn majority_cost(traces: &[Vec<Slot>], key: impl Fn(&Slot) -> u32) -> u64 {
     let mut rounds = 0;
     loop {
         let keys: Vec<u32> = traces.iter().zip(&at).filter_map(|(t, &i)| t.get(i).map(&key)).collect();
-        let Some(pick) = keys.iter().copied().max_by_key(|&k| (keys.iter().filter(|&&o| o == k).count(), std::cmp::Reverse(k))) else {
+        let Some(pick) =
+            keys.iter().copied().max_by_key(|&k| (keys.iter().filter(|&&o| o == k).count(), std::cmp::Reverse(k)))
+        else {
             break;
         };
-        let group: Vec<usize> = (0..traces.len()).filter(|&j| traces[j].get(at[j]).is_some_and(|s| key(s) == pick)).collect();
+        let group: Vec<usize> =
+            (0..traces.len()).filter(|&j| traces[j].get(at[j]).is_some_and(|s| key(s) == pick)).collect();
         rounds += distinct_ops(group.iter().map(|&j| traces[j][at[j]].op));
         for j in group {
             at[j] += 1;
@@ -302,7 +308,11 @@ const BLOCK_WARPS: usize = 16;
 fn part_slices(traces: &[Vec<Slot>], cycles: &[Vec<u64>], p: u64) -> Vec<Vec<Slot>> {
     let part = FRAME_CYCLES / parts();
     let (lo, hi) = (p * part, if p + 1 == parts() { u64::MAX } else { (p + 1) * part });
-    traces.iter().zip(cycles).map(|(t, c)| t[c.partition_point(|&x| x < lo)..c.partition_point(|&x| x < hi)].to_vec()).collect()
+    traces
+        .iter()
+        .zip(cycles)
+        .map(|(t, c)| t[c.partition_point(|&x| x < lo)..c.partition_point(|&x| x < hi)].to_vec())
+        .collect()
 }
 
 /// The kernel's frame in `parts()` parts of equal CPU time with a block barrier after each: a launch
@@ -345,7 +355,8 @@ fn block_slack_cost(tb: &[Vec<Slot>], cb: &[Vec<u64>]) -> u64 {
 /// the mean block's (the SMs' mean busy time, with one block an SM), in rounds.
 fn block_parts_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>]) -> (u64, f64) {
     let block = BLOCK_WARPS * WARP;
-    let costs: Vec<u64> = traces.chunks(block).zip(cycles.chunks(block)).map(|(t, c)| parts_cost(t, c, 0, parts())).collect();
+    let costs: Vec<u64> =
+        traces.chunks(block).zip(cycles.chunks(block)).map(|(t, c)| parts_cost(t, c, 0, parts())).collect();
     (costs.iter().copied().max().unwrap_or(0), costs.iter().sum::<u64>() as f64 / costs.len().max(1) as f64)
 }
 
@@ -391,7 +402,9 @@ type Env = (Console, u64, u64, Rng);
 fn regroup_order(mode: &str, envs: &[Env], eid: &[usize], bucket: u32, tie_by_id: bool) -> Option<Vec<usize>> {
     let mut order: Vec<usize> = (0..envs.len()).collect();
     let pc = |i: usize| envs[i].0.cpu.pc;
-    let hash = |bytes: &[u8]| bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    let hash = |bytes: &[u8]| {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+    };
     match mode {
         "phase" => order.sort_by_key(|&i| {
             let r = envs[i].0.ram();
@@ -401,7 +414,8 @@ fn regroup_order(mode: &str, envs: &[Env], eid: &[usize], bucket: u32, tie_by_id
         "framepc" => order.sort_by_key(|&i| (envs[i].1 >> bucket, pc(i), if tie_by_id { eid[i] } else { 0 })),
         "framecov" => order.sort_by_key(|&i| (envs[i].1 >> bucket, envs[i].2)),
         "framebucket" => order.sort_by_key(|&i| envs[i].1 >> bucket),
-        "frameblockpc" | "frameblockpc2" | "frameblockpcs" | "frameblockcov" | "frameblockpccov" | "frameblockpcparts" => {
+        "frameblockpc" | "frameblockpc2" | "frameblockpcs" | "frameblockcov" | "frameblockpccov"
+        | "frameblockpcparts" => {
             order.sort_by_key(|&i| envs[i].1);
             for b in order.chunks_mut(BLOCK_WARPS * WARP) {
                 match mode {
@@ -487,7 +501,11 @@ fn clustered_by_code(traces: &[Vec<Slot>]) -> Vec<usize> {
     let jaccard = |a: &[u64; 32], b: &[u64; 32]| {
         let and: u32 = a.iter().zip(b).map(|(p, q)| (p & q).count_ones()).sum();
         let or: u32 = a.iter().zip(b).map(|(p, q)| (p | q).count_ones()).sum();
-        if or == 0 { 1.0 } else { and as f64 / or as f64 }
+        if or == 0 {
+            1.0
+        } else {
+            and as f64 / or as f64
+        }
     };
     let mut left: Vec<usize> = (0..traces.len()).collect();
     let mut order = Vec::with_capacity(traces.len());
@@ -566,7 +584,8 @@ fn resident_path(rounds: &[Vec<u64>], deps: &[Vec<Vec<usize>>], slots: usize) ->
         }
     }
     // (ready time, frame, warp) and (finish time, frame, warp), earliest first.
-    let mut ready: BinaryHeap<Reverse<(u64, usize, usize)>> = (0..rounds[0].len()).map(|w| Reverse((0, 0, w))).collect();
+    let mut ready: BinaryHeap<Reverse<(u64, usize, usize)>> =
+        (0..rounds[0].len()).map(|w| Reverse((0, 0, w))).collect();
     let mut running: BinaryHeap<Reverse<(u64, usize, usize)>> = BinaryHeap::new();
     let (mut now, mut free) = (0, slots);
     loop {
@@ -620,7 +639,9 @@ fn coverage(t: &[Slot]) -> u64 {
 /// sampled at the kernel's part ends (12 ORs a frame instead of one a round).
 fn part_coverage(t: &[Slot], cycles: &[u64]) -> u64 {
     let part = FRAME_CYCLES / parts();
-    (0..parts()).filter_map(|p| t.get(cycles.partition_point(|&x| x < p * part))).fold(0u64, |m, s| m | 1 << ((s.pc >> 11) & 15))
+    (0..parts())
+        .filter_map(|p| t.get(cycles.partition_point(|&x| x < p * part)))
+        .fold(0u64, |m, s| m | 1 << ((s.pc >> 11) & 15))
 }
 
 fn main() {
@@ -631,9 +652,8 @@ fn main() {
         .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
         .unwrap_or_else(|| vec![3, 30, 100, 200]);
     // The bytes of the file an option names, if it is set.
-    let file = |name: &str| {
-        std::env::var_os(name).map(|p| std::fs::read(p).unwrap_or_else(|e| panic!("{name}'s file: {e}")))
-    };
+    let file =
+        |name: &str| std::env::var_os(name).map(|p| std::fs::read(p).unwrap_or_else(|e| panic!("{name}'s file: {e}")));
     let start = file("WARP_START");
     let boot = match &start {
         Some(state) => {
@@ -751,14 +771,17 @@ fn main() {
                     *start = c.cpu.pc as u64;
                 }
             }
-            let (traces, cycles): (Vec<Vec<Slot>>, Vec<Vec<u64>>) = envs.iter_mut().map(|(c, _, _, _)| traced_frame_cycles(c)).unzip();
+            let (traces, cycles): (Vec<Vec<Slot>>, Vec<Vec<u64>>) =
+                envs.iter_mut().map(|(c, _, _, _)| traced_frame_cycles(c)).unzip();
             if regroup == "frame" && std::env::var_os("WARP_SPLIT").is_some() {
                 // One more launch a frame, cut at the end of part P of 12, the envs regrouped at
                 // the cut by their (stack, PC) or by their instructions so far.
                 let whole = parts_cost(&traces, &cycles, 0, parts());
                 let mut cells = Vec::new();
                 for p in [1u64, 2, 3, 4, 6] {
-                    let (a, b) = split_cost(&traces, &cycles, p, |t, i| t.get(i).map_or(u64::MAX, |s| (s.sp as u64) << 16 | s.pc as u64));
+                    let (a, b) = split_cost(&traces, &cycles, p, |t, i| {
+                        t.get(i).map_or(u64::MAX, |s| (s.sp as u64) << 16 | s.pc as u64)
+                    });
                     let (_, d) = split_cost(&traces, &cycles, p, |_, i| i as u64);
                     let (_, e) = split_cost(&traces, &cycles, p, |t, _| t.len() as u64);
                     cells.push(format!("P{p}: {a} + pc {b} / so-far {d} / whole-count {e}"));
@@ -770,7 +793,8 @@ fn main() {
                 eprintln!("step {step} frame {f}: the frame in {} parts, blocks of {BLOCK_WARPS} warps: slowest block {worst} rounds, mean block {mean:.0}", parts());
                 if std::env::var_os("WARP_SLACK").is_some() {
                     let block = BLOCK_WARPS * WARP;
-                    let costs: Vec<u64> = traces.chunks(block).zip(cycles.chunks(block)).map(|(t, c)| block_slack_cost(t, c)).collect();
+                    let costs: Vec<u64> =
+                        traces.chunks(block).zip(cycles.chunks(block)).map(|(t, c)| block_slack_cost(t, c)).collect();
                     let mean = costs.iter().sum::<u64>() as f64 / costs.len().max(1) as f64;
                     eprintln!("step {step} frame {f}: with a slack of {} parts: slowest block {} rounds, mean block {mean:.0}", slack(), costs.iter().max().unwrap_or(&0));
                 }
@@ -838,7 +862,8 @@ fn main() {
                 }
                 let mut hot: Vec<_> = runs.into_iter().collect();
                 hot.sort_by_key(|&(pc, (_, k))| (std::cmp::Reverse(k), pc));
-                let hot: Vec<String> = hot.iter().take(8).map(|(pc, (op, k))| format!("{pc:04x}:{op:02x}x{k}")).collect();
+                let hot: Vec<String> =
+                    hot.iter().take(8).map(|(pc, (op, k))| format!("{pc:04x}:{op:02x}x{k}")).collect();
                 eprintln!("step {step} frame {f}: the longest env's most run instructions {}", hot.join(" "));
             }
             frame_ids.push(ids.clone());
@@ -864,9 +889,15 @@ fn main() {
                 // The spare lanes of a launch whose blocks fill every SM (132 SMs for 128 full
                 // blocks: warps / 32 spare warps) given to the slowest warps.
                 let spare = (warps / 32).max(1);
-                let tails: Vec<String> =
-                    [0, 1, 2, 4, 8, 16].iter().filter(|&&t| t <= warps).map(|&t| format!("{t}:{}", tail_slowest(&traces, t, spare))).collect();
-                eprintln!("step {step} frame {f}: slowest warp with the last T warps over T + {spare} (T:rounds) {}", tails.join(" "));
+                let tails: Vec<String> = [0, 1, 2, 4, 8, 16]
+                    .iter()
+                    .filter(|&&t| t <= warps)
+                    .map(|&t| format!("{t}:{}", tail_slowest(&traces, t, spare)))
+                    .collect();
+                eprintln!(
+                    "step {step} frame {f}: slowest warp with the last T warps over T + {spare} (T:rounds) {}",
+                    tails.join(" ")
+                );
             }
             for w in traces.chunks(WARP) {
                 majority += majority_cost(w, |s| (s.sp as u32) << 16 | s.pc as u32);

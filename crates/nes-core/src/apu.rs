@@ -267,18 +267,10 @@ mod tests {
         for _ in 0..3 {
             run(&mut apu, 1);
             assert!(apu.irq());
-            assert_eq!(
-                apu.read_status() & 0x40,
-                0x40,
-                "set again on each of the three cycles"
-            );
+            assert_eq!(apu.read_status() & 0x40, 0x40, "set again on each of the three cycles");
         }
         run(&mut apu, 1);
-        assert_eq!(
-            apu.read_status() & 0x40,
-            0,
-            "the fourth cycle does not set it"
-        );
+        assert_eq!(apu.read_status() & 0x40, 0, "the fourth cycle does not set it");
     }
 
     #[test]
@@ -408,10 +400,7 @@ mod tests {
         for i in 0..32u8 {
             apu.write(0x400F, i << 3);
             run(&mut apu, 1);
-            assert_eq!(
-                apu.length[NOISE].counter,
-                length_counter::LENGTH_TABLE[i as usize]
-            );
+            assert_eq!(apu.length[NOISE].counter, length_counter::LENGTH_TABLE[i as usize]);
             apu.write(0x4015, 0x00);
             apu.write(0x4015, 0x0F);
         }

@@ -135,8 +135,7 @@ impl Bus {
     /// in case a caller changed a chip's public fields.
     #[inline(always)]
     pub(crate) fn refresh_lines(&mut self) {
-        self.lines = (self.ppu.nmi() as u8 * LINE_NMI)
-            | ((self.apu.irq() || self.cart.irq()) as u8 * LINE_IRQ);
+        self.lines = (self.ppu.nmi() as u8 * LINE_NMI) | ((self.apu.irq() || self.cart.irq()) as u8 * LINE_IRQ);
     }
 
     /// Recomputes the two combined deadlines after one of their parts changed.

@@ -336,8 +336,7 @@ impl Cart {
     /// Copies PRG ROM window `slot` (8 KiB at `prg_map[slot]`) into `prg_window`.
     pub(crate) fn fill_prg_slot(&mut self, slot: usize) {
         let from = self.prg_map[slot] as usize;
-        self.prg_window[slot * 0x2000..(slot + 1) * 0x2000]
-            .copy_from_slice(&self.prg_rom[from..from + 0x2000]);
+        self.prg_window[slot * 0x2000..(slot + 1) * 0x2000].copy_from_slice(&self.prg_rom[from..from + 0x2000]);
     }
 
     fn fill_prg_window(&mut self) {
@@ -654,10 +653,7 @@ mod tests {
         short.truncate(1000);
         assert!(matches!(Header::parse(&short), Err(RomError::Truncated { .. })));
         assert_eq!(Header::parse(&ines(0, 1, 0, 0)), Err(RomError::NoPrgRom));
-        assert_eq!(
-            Header::parse(&ines(2, 1, 0x50, 0)),
-            Err(RomError::UnsupportedMapper { mapper: 5 })
-        );
+        assert_eq!(Header::parse(&ines(2, 1, 0x50, 0)), Err(RomError::UnsupportedMapper { mapper: 5 }));
     }
 
     #[test]

@@ -43,11 +43,11 @@
 //! Integer-only, fixed arrays, no heap, no trait objects: the CUDA kernel mirrors this code
 //! (its results, not the batching: the kernel still runs dot by dot).
 
+#[cfg(test)]
+mod batch_tests;
 mod render;
 mod sprite0;
 mod sprite_eval;
-#[cfg(test)]
-mod batch_tests;
 #[cfg(test)]
 mod tests;
 
@@ -396,10 +396,7 @@ impl Ppu {
                         continue;
                     }
                 }
-                if d.wrapping_sub(8) <= 240
-                    || d.wrapping_sub(320) <= 8
-                    || (d == 0 && self.scanline < 240)
-                {
+                if d.wrapping_sub(8) <= 240 || d.wrapping_sub(320) <= 8 || (d == 0 && self.scanline < 240) {
                     self.render_tile::<true>(cart);
                     n -= 8;
                     continue;
@@ -598,8 +595,7 @@ impl Ppu {
                         self.t = (self.t & !0x001f) | (v as u16 >> 3);
                         self.x = v & 7;
                     } else {
-                        self.t =
-                            (self.t & 0x0c1f) | ((v as u16 & 7) << 12) | ((v as u16 & 0xf8) << 2);
+                        self.t = (self.t & 0x0c1f) | ((v as u16 & 7) << 12) | ((v as u16 & 0xf8) << 2);
                     }
                     self.w = !self.w;
                 }

@@ -35,10 +35,9 @@ impl core::fmt::Display for StateError {
             StateError::Version { found, expected } => {
                 write!(f, "save state version {found} is not supported (expected {expected})")
             }
-            StateError::OtherRom { found, expected } => write!(
-                f,
-                "save state belongs to another ROM (hash {found:016x}, this ROM is {expected:016x})"
-            ),
+            StateError::OtherRom { found, expected } => {
+                write!(f, "save state belongs to another ROM (hash {found:016x}, this ROM is {expected:016x})")
+            }
             StateError::Checksum => write!(f, "save state checksum mismatch (corrupted)"),
             StateError::BadField(name) => write!(f, "save state field `{name}` holds an impossible value"),
             StateError::BufferTooSmall { needed, got } => {

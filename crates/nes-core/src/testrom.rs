@@ -132,7 +132,13 @@ pub fn status_text(console: &Console) -> String {
         if b == 0 {
             break;
         }
-        s.push(if b == b'\n' { '|' } else if (0x20..0x7f).contains(&b) { b as char } else { '?' });
+        s.push(if b == b'\n' {
+            '|'
+        } else if (0x20..0x7f).contains(&b) {
+            b as char
+        } else {
+            '?'
+        });
     }
     s.trim_end_matches('|').to_string()
 }
@@ -141,9 +147,7 @@ pub fn status_text(console: &Console) -> String {
 pub fn screen_rows(console: &Console, decode: fn(u8) -> char) -> Vec<String> {
     (0..30)
         .map(|row| {
-            (0..32)
-                .map(|col| decode(console.cart().nametable_peek(0x2000 + row * 32 + col)))
-                .collect::<String>()
+            (0..32).map(|col| decode(console.cart().nametable_peek(0x2000 + row * 32 + col))).collect::<String>()
         })
         .collect()
 }
@@ -372,8 +376,8 @@ pub fn run_nestest(rom: &[u8], log: &str) -> Outcome {
             s: console.cpu.s,
             cyc: console.cycles(),
         };
-        let op_bytes_ok = (0..crate::cpu::ops::len(crate::cpu::ops::OPS[console.peek(got.pc) as usize].mode))
-            .all(|i| {
+        let op_bytes_ok =
+            (0..crate::cpu::ops::len(crate::cpu::ops::OPS[console.peek(got.pc) as usize].mode)).all(|i| {
                 let col = 6 + 3 * i as usize;
                 line.get(col..col + 2).and_then(|s| u8::from_str_radix(s, 16).ok())
                     == Some(console.peek(got.pc.wrapping_add(i)))

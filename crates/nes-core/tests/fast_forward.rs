@@ -84,9 +84,7 @@ fn fast_forward_leaves_contra_and_zelda_exactly_as_stepping_does() {
 
 #[test]
 fn fast_forward_leaves_the_sprite_hit_and_overflow_tests_exactly_as_stepping_does() {
-    for path in
-        ["ppu/ppu_sprite_hit/ppu_sprite_hit.nes", "ppu/ppu_sprite_overflow/ppu_sprite_overflow.nes"]
-    {
+    for path in ["ppu/ppu_sprite_hit/ppu_sprite_hit.nes", "ppu/ppu_sprite_overflow/ppu_sprite_overflow.nes"] {
         assert_fast_forward_is_invisible(path, &test_rom(path), 600);
     }
 }
@@ -105,5 +103,3 @@ fn oam_dma_without_catch_ups_in_vertical_blank_is_exact_wherever_it_starts() {
 fn oam_dma_in_vertical_blank_is_exact_with_dmc_fetches_inside() {
     assert_fast_forward_is_invisible("OAM DMA with the DMC", &common::oam_dma_dmc_rom(), 600);
 }
-
-

@@ -12,7 +12,6 @@ use proptest::prelude::*;
 mod common;
 use common::{tiny_rom, BOARDS};
 
-
 fn valid_rom() -> impl Strategy<Value = Vec<u8>> {
     prop::sample::select(BOARDS).prop_map(|(m, p, c)| tiny_rom(m, p, c))
 }
@@ -123,17 +122,12 @@ proptest! {
 #[test]
 fn every_tiny_board_boots_and_runs() {
     for &(m, p, c) in BOARDS {
-        let mut nes =
-            Console::new(&tiny_rom(m, p, c)).unwrap_or_else(|e| panic!("mapper {m}: {e}"));
+        let mut nes = Console::new(&tiny_rom(m, p, c)).unwrap_or_else(|e| panic!("mapper {m}: {e}"));
         for _ in 0..10 {
             nes.run_frame();
         }
         assert_eq!(nes.fault(), None, "mapper {m} jammed");
-        assert!(
-            nes.ram()[0x11] >= 8,
-            "mapper {m}: NMI handler ran {} times in 10 frames",
-            nes.ram()[0x11]
-        );
+        assert!(nes.ram()[0x11] >= 8, "mapper {m}: NMI handler ran {} times in 10 frames", nes.ram()[0x11]);
     }
 }
 

@@ -21,7 +21,6 @@ use common::{tiny_rom, BOARDS};
 const HEADER_LEN: usize = 24;
 const CHECKSUM_LEN: usize = 8;
 
-
 /// Per board: the ROM, a state taken after 20 frames, and a console 7 frames further on (the
 /// one states are loaded into, so a successful load visibly changes it).
 struct Fixture {
@@ -45,11 +44,7 @@ fn fixtures() -> &'static Vec<Fixture> {
                     nes.run_frame();
                 }
                 let target_state = nes.save_state();
-                Fixture {
-                    state,
-                    target: nes,
-                    target_state,
-                }
+                Fixture { state, target: nes, target_state }
             })
             .collect()
     })
@@ -70,22 +65,10 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         0..BOARDS.len(),
         prop::collection::vec((any::<prop::sample::Index>(), 1u8..), 0..8),
         prop::option::weighted(0.2, any::<prop::sample::Index>()),
-        prop::collection::vec(any::<u8>(), 0..16).prop_map(|v| {
-            if v.len() > 12 {
-                v
-            } else {
-                Vec::new()
-            }
-        }),
+        prop::collection::vec(any::<u8>(), 0..16).prop_map(|v| if v.len() > 12 { v } else { Vec::new() }),
         any::<bool>(),
     )
-        .prop_map(|(board, flips, cut, extra, fix_checksum)| Mutation {
-            board,
-            flips,
-            cut,
-            extra,
-            fix_checksum,
-        })
+        .prop_map(|(board, flips, cut, extra, fix_checksum)| Mutation { board, flips, cut, extra, fix_checksum })
 }
 
 impl Mutation {
@@ -149,12 +132,8 @@ proptest! {
 fn the_unmutated_state_loads_and_round_trips() {
     for (fx, &(m, _, _)) in fixtures().iter().zip(BOARDS) {
         let mut nes = fx.target.clone();
-        nes.load_state(&fx.state)
-            .unwrap_or_else(|e| panic!("mapper {m}: {e}"));
-        assert!(
-            nes.save_state() == fx.state,
-            "mapper {m}: load then save is not the identity"
-        );
+        nes.load_state(&fx.state).unwrap_or_else(|e| panic!("mapper {m}: {e}"));
+        assert!(nes.save_state() == fx.state, "mapper {m}: load then save is not the identity");
     }
 }
 
@@ -166,14 +145,8 @@ fn a_state_with_trailing_bytes_is_refused() {
         let mut nes = fx.target.clone();
         let mut long = fx.state.clone();
         long.push(0);
-        assert!(
-            nes.load_state(&long).is_err(),
-            "mapper {m}: a state with a trailing byte loaded"
-        );
-        assert!(
-            nes.save_state() == fx.target_state,
-            "mapper {m}: console changed"
-        );
+        assert!(nes.load_state(&long).is_err(), "mapper {m}: a state with a trailing byte loaded");
+        assert!(nes.save_state() == fx.target_state, "mapper {m}: console changed");
     }
 }
 

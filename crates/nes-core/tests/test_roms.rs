@@ -10,12 +10,10 @@ use std::path::PathBuf;
 use nes_core::testrom::{run_file, Options, Protocol, Verdict};
 
 /// (path in the manifest, why it fails).
-const KNOWN_FAILURES: &[(&str, &str)] = &[
-    (
-        "mappers/mmc3_test_2/rom_singles/6-MMC3_alt.nes",
-        "tests the alternate MMC3 revision; nesle models the common one, which 5-MMC3.nes checks",
-    ),
-];
+const KNOWN_FAILURES: &[(&str, &str)] = &[(
+    "mappers/mmc3_test_2/rom_singles/6-MMC3_alt.nes",
+    "tests the alternate MMC3 revision; nesle models the common one, which 5-MMC3.nes checks",
+)];
 
 fn rom_dir() -> PathBuf {
     if let Ok(dir) = std::env::var("NESLE_TEST_ROMS") {
@@ -67,6 +65,9 @@ fn every_test_rom_gives_its_expected_verdict() {
             table.push_str(&format!("         {:<15} reason: {why}\n", ""));
         }
     }
-    println!("\n{table}\ntest ROMs: {passed} passed, {known} known failures, {} unexpected, of {total}", unexpected.len());
+    println!(
+        "\n{table}\ntest ROMs: {passed} passed, {known} known failures, {} unexpected, of {total}",
+        unexpected.len()
+    );
     assert!(unexpected.is_empty(), "unexpected test-ROM results:\n{}", unexpected.join("\n"));
 }

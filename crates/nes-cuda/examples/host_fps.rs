@@ -30,12 +30,9 @@ fn main() {
     let mode = args.get(2).map(String::as_str).unwrap_or("both");
     let dir = match std::env::var("NESLE_ROM_DIR") {
         Ok(d) => PathBuf::from(d),
-        Err(_) => {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms")
-        }
+        Err(_) => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms"),
     };
-    let rom = std::fs::read(dir.join("super-mario-bros.nes"))
-        .expect("super-mario-bros.nes (set NESLE_ROM_DIR)");
+    let rom = std::fs::read(dir.join("super-mario-bros.nes")).expect("super-mario-bros.nes (set NESLE_ROM_DIR)");
     let image = RomImage::new(&rom).unwrap();
     let mut core = Console::new(&rom).unwrap();
     for f in 0..200 {

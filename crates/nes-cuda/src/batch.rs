@@ -193,7 +193,11 @@ impl Batch {
         let mask = gpu.alloc(n_envs)?;
         let pick = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         let ran = gpu.stream.alloc_zeros::<u32>(n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?;
-        let pairs = if sorts { Some(gpu.stream.alloc_zeros::<u64>(pair_count).map_err(|e| Error::Cuda(format!("{e:?}")))?) } else { None };
+        let pairs = if sorts {
+            Some(gpu.stream.alloc_zeros::<u64>(pair_count).map_err(|e| Error::Cuda(format!("{e:?}")))?)
+        } else {
+            None
+        };
         // The states before the drawn frame, its LineLogs, and the queue of envs whose frame ended.
         let lines = if draws_lines {
             let queue = gpu.stream.alloc_zeros::<u32>(n_envs + 3).map_err(|e| Error::Cuda(format!("{e:?}")))?;
@@ -203,7 +207,36 @@ impl Batch {
         };
         let redrawn = gpu.stream.alloc_zeros::<u32>(1).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         gpu.synchronize()?;
-        Ok(Batch { gpu, rom, n_envs, packing, states, actions, pixels, prg, code, chr, bank: None, mask, pick, gray_tables: None, rgb_table: None, order: None, ran, regroup_every: config.regroup_every, steps: 0, regroup_on_device: config.regroup_on_device, pairs, regroup_frames: sorts && config.regroup_frames, lines, redrawn, policy: LinesPolicy::default(), sorts: SortPolicy::default(), moved: None, moved_event: None })
+        Ok(Batch {
+            gpu,
+            rom,
+            n_envs,
+            packing,
+            states,
+            actions,
+            pixels,
+            prg,
+            code,
+            chr,
+            bank: None,
+            mask,
+            pick,
+            gray_tables: None,
+            rgb_table: None,
+            order: None,
+            ran,
+            regroup_every: config.regroup_every,
+            steps: 0,
+            regroup_on_device: config.regroup_on_device,
+            pairs,
+            regroup_frames: sorts && config.regroup_frames,
+            lines,
+            redrawn,
+            policy: LinesPolicy::default(),
+            sorts: SortPolicy::default(),
+            moved: None,
+            moved_event: None,
+        })
     }
 
     pub fn n_envs(&self) -> usize {
@@ -277,7 +310,12 @@ impl Batch {
     /// `frames * n_envs * 2048` bytes, frame-major (frame f, env i at `(f * n_envs + i) * 2048`).
     /// `actions` are device buttons (`n_envs` bytes), or `None` for the last uploaded ones.
     /// One launch per frame; pictures, if enabled, are drawn for the last frame only, as by `step`.
-    pub fn step_trace(&mut self, actions: Option<&CudaSlice<u8>>, frames: u32, trace: &mut CudaSlice<u8>) -> Result<(), Error> {
+    pub fn step_trace(
+        &mut self,
+        actions: Option<&CudaSlice<u8>>,
+        frames: u32,
+        trace: &mut CudaSlice<u8>,
+    ) -> Result<(), Error> {
         self.step_trace_inner(actions, frames, trace, None)
     }
 
@@ -396,8 +434,37 @@ impl Batch {
             // run undrawn with its logs, then the line renderer.
             self.gpu.stream.memcpy_dtod(&self.states, snapshot).map_err(|e| Error::Cuda(format!("{e:?}")))?;
             self.gpu.stream.memset_zeros(queue).map_err(|e| Error::Cuda(format!("{e:?}")))?;
-            self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, None, order, &mut self.ran, Some(logs), Some(&mut *queue), lockstep)?;
-            self.gpu.draw_lines(&self.states, snapshot, self.packing, &self.prg, &self.code, &self.chr, actions, logs, pixels, &mut self.redrawn, queue, gray, self.n_envs)?;
+            self.gpu.step(
+                &mut self.states,
+                self.packing,
+                &self.prg,
+                &self.code,
+                &self.chr,
+                actions,
+                self.n_envs,
+                frames,
+                None,
+                order,
+                &mut self.ran,
+                Some(logs),
+                Some(&mut *queue),
+                lockstep,
+            )?;
+            self.gpu.draw_lines(
+                &self.states,
+                snapshot,
+                self.packing,
+                &self.prg,
+                &self.code,
+                &self.chr,
+                actions,
+                logs,
+                pixels,
+                &mut self.redrawn,
+                queue,
+                gray,
+                self.n_envs,
+            )?;
             if self.policy.drawn() {
                 let mut count = [0u32];
                 self.gpu.stream.memcpy_dtoh(&self.redrawn, &mut count).map_err(|e| Error::Cuda(format!("{e:?}")))?;
@@ -410,9 +477,25 @@ impl Batch {
             self.policy.drawn();
         }
         let pixels = if draw { self.pixels.as_mut() } else { None };
-        self.gpu.step(&mut self.states, self.packing, &self.prg, &self.code, &self.chr, actions, self.n_envs, frames, pixels, order, &mut self.ran, None, None, lockstep)?;
+        self.gpu.step(
+            &mut self.states,
+            self.packing,
+            &self.prg,
+            &self.code,
+            &self.chr,
+            actions,
+            self.n_envs,
+            frames,
+            pixels,
+            order,
+            &mut self.ran,
+            None,
+            None,
+            lockstep,
+        )?;
         let Some((tables, out)) = gray else { return Ok(()) };
-        let pixels = self.pixels.as_ref().ok_or_else(|| Error::BadArgument("gray84 needs a batch with pixels".into()))?;
+        let pixels =
+            self.pixels.as_ref().ok_or_else(|| Error::BadArgument("gray84 needs a batch with pixels".into()))?;
         self.gpu.gray84(pixels, tables, out, self.n_envs)
     }
 
@@ -564,7 +647,9 @@ impl Batch {
         // One device buffer for the batch's life: regrouping every few steps reuses it.
         let mut buf = match self.order.take() {
             Some(buf) => buf,
-            None => self.gpu.stream.alloc_zeros::<u32>(self.n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?,
+            None => {
+                self.gpu.stream.alloc_zeros::<u32>(self.n_envs.max(1)).map_err(|e| Error::Cuda(format!("{e:?}")))?
+            }
         };
         self.gpu.stream.memcpy_htod(order, &mut buf).map_err(|e| Error::Cuda(format!("{e:?}")))?;
         self.order = Some(buf);
@@ -652,7 +737,11 @@ impl Batch {
     pub fn load_state(&mut self, i: usize, state: &FlatState) -> Result<(), Error> {
         self.check_env(i)?;
         let state = self.loadable(state)?;
-        self.gpu.upload(&self.packing.pack_all(std::slice::from_ref(&state)), &mut self.states, i * self.packing.stride())?;
+        self.gpu.upload(
+            &self.packing.pack_all(std::slice::from_ref(&state)),
+            &mut self.states,
+            i * self.packing.stride(),
+        )?;
         self.gpu.synchronize()
     }
 
@@ -715,7 +804,8 @@ impl Batch {
     pub fn gray84(&mut self, out: &mut CudaSlice<u8>) -> Result<(), Error> {
         self.check_gray84(out)?;
         let tables = gray_tables(&self.gpu, &mut self.gray_tables)?;
-        let pixels = self.pixels.as_ref().ok_or_else(|| Error::BadArgument("gray84 needs a batch with pixels".into()))?;
+        let pixels =
+            self.pixels.as_ref().ok_or_else(|| Error::BadArgument("gray84 needs a batch with pixels".into()))?;
         self.gpu.gray84(pixels, tables, out, self.n_envs)
     }
 
@@ -765,7 +855,11 @@ fn gray_tables<'a>(gpu: &Gpu, slot: &'a mut Option<CudaSlice<u8>>) -> Result<&'a
 
 /// A read-only table on the device, uploaded into `slot` from `bytes()` on first use (a
 /// function of the two fields, so the batch's other fields stay free to borrow beside it).
-fn uploaded<'a>(gpu: &Gpu, slot: &'a mut Option<CudaSlice<u8>>, bytes: impl FnOnce() -> Vec<u8>) -> Result<&'a CudaSlice<u8>, Error> {
+fn uploaded<'a>(
+    gpu: &Gpu,
+    slot: &'a mut Option<CudaSlice<u8>>,
+    bytes: impl FnOnce() -> Vec<u8>,
+) -> Result<&'a CudaSlice<u8>, Error> {
     match slot {
         Some(buf) => Ok(buf),
         None => {

@@ -64,16 +64,10 @@ fn signature(head: &str) -> Option<String> {
     }
     let open = open?;
     let before = close[..open].trim_end();
-    let name_start = before
-        .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .map_or(0, |i| i + 1);
+    let name_start = before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
     let name = &before[name_start..];
     let params = &close[open + 1..];
-    let types: Vec<String> = params
-        .split(',')
-        .map(param_type)
-        .filter(|t| !t.is_empty())
-        .collect();
+    let types: Vec<String> = params.split(',').map(param_type).filter(|t| !t.is_empty()).collect();
     (!name.is_empty()).then(|| format!("{name}({})", types.join(", ")))
 }
 
@@ -83,9 +77,7 @@ fn param_type(param: &str) -> String {
     let p = p.replace(" *", "*");
     // The name is the trailing identifier after a space or a `*`; a lone word (`void`) is a type.
     match p.rfind([' ', '*']) {
-        Some(i) if p[i + 1..].chars().all(|c| c.is_alphanumeric() || c == '_') => {
-            p[..=i].trim_end().to_string()
-        }
+        Some(i) if p[i + 1..].chars().all(|c| c.is_alphanumeric() || c == '_') => p[..=i].trim_end().to_string(),
         _ => p,
     }
 }

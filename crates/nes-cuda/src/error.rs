@@ -50,7 +50,11 @@ impl std::fmt::Display for Error {
                 *millis as f64 / 1000.0
             ),
             Error::HostMemory { bytes } => {
-                write!(f, "could not allocate {:.1} MiB of host memory for data from the GPU", *bytes as f64 / 1048576.0)
+                write!(
+                    f,
+                    "could not allocate {:.1} MiB of host memory for data from the GPU",
+                    *bytes as f64 / 1048576.0
+                )
             }
         }
     }

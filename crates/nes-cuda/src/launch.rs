@@ -16,12 +16,12 @@ pub(crate) use load::built_entry_points;
 
 use crate::packed::Packing;
 use crate::picture::{GrayTables, RgbTable, GRAY_PIXELS, RGB_BYTES};
+use crate::report::{DeviceReport, StepLaunch};
 use crate::{Error, PIXELS_PER_ENV};
 use cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DriverError, LaunchConfig,
     PinnedHostSlice, PushKernelArg,
 };
-use crate::report::{DeviceReport, StepLaunch};
 use load::{driver_version, has_kernels, load_kernels};
 use std::sync::Arc;
 
@@ -72,12 +72,7 @@ fn default_step_block(n: usize, sms: u32, lockstep: bool) -> u32 {
 /// thread steps several envs in turn (the kernel's grid-stride loop).
 fn step_blocks_per_sm() -> u32 {
     static B: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *B.get_or_init(|| {
-        std::env::var("NESLE_BLOCKS_PER_SM")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    })
+    *B.get_or_init(|| std::env::var("NESLE_BLOCKS_PER_SM").ok().and_then(|v| v.parse().ok()).unwrap_or(0))
 }
 
 /// The step launch for `n` envs: one thread per env, at most `per_sm` blocks per SM when set.
@@ -133,19 +128,11 @@ const LINES_WARPS: u32 = 4;
 /// warp takes env after env.
 fn lines_grid(n: usize, sms: u32) -> LaunchConfig {
     let blocks = (n as u32).div_ceil(LINES_WARPS).min(6 * sms.max(1)).max(1);
-    LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (LINES_WARPS * 32, 1, 1),
-        shared_mem_bytes: 0,
-    }
+    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (LINES_WARPS * 32, 1, 1), shared_mem_bytes: 0 }
 }
 
 fn grid_of(n: usize, block: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: ((n as u32).div_ceil(block), 1, 1),
-        block_dim: (block, 1, 1),
-        shared_mem_bytes: 0,
-    }
+    LaunchConfig { grid_dim: ((n as u32).div_ceil(block), 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 }
 }
 
 /// A point in a batch's queued work ([`crate::Batch::fence`]).
@@ -187,9 +174,7 @@ pub(crate) struct Gpu {
 
 impl std::fmt::Debug for Gpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gpu")
-            .field("ordinal", &self.ctx.ordinal())
-            .finish_non_exhaustive()
+        f.debug_struct("Gpu").field("ordinal", &self.ctx.ordinal()).finish_non_exhaustive()
     }
 }
 
@@ -201,16 +186,11 @@ impl Gpu {
         // SAFETY: only tries to dlopen libcuda and reports whether it worked; cudarc would
         // panic on first use without it (TOOLCHAIN.md), so this check comes first.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
-            return Err(Error::NoDevice(
-                "the CUDA driver library (libcuda.so) is not installed".into(),
-            ));
+            return Err(Error::NoDevice("the CUDA driver library (libcuda.so) is not installed".into()));
         }
-        let count = CudaContext::device_count()
-            .map_err(|e| Error::NoDevice(format!("cuInit failed: {e:?}")))?;
+        let count = CudaContext::device_count().map_err(|e| Error::NoDevice(format!("cuInit failed: {e:?}")))?;
         if device >= count.max(0) as usize {
-            return Err(Error::NoDevice(format!(
-                "GPU {device} requested, {count} present"
-            )));
+            return Err(Error::NoDevice(format!("GPU {device} requested, {count} present")));
         }
         let ctx = CudaContext::new(device).map_err(cuda)?;
         let stream = ctx.default_stream();
@@ -218,9 +198,7 @@ impl Gpu {
         let f = |name: &str| module.load_function(name).map_err(cuda);
 
         let sms = ctx
-            .attribute(
-                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-            )
+            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(cuda)?
             .max(1) as u32;
         let (major, _) = ctx.compute_capability().map_err(cuda)?;
@@ -290,12 +268,7 @@ impl Gpu {
         self.stream.alloc_zeros::<u8>(bytes.max(1)).map_err(cuda)
     }
 
-    pub(crate) fn upload(
-        &self,
-        src: &[u8],
-        dst: &mut CudaSlice<u8>,
-        at: usize,
-    ) -> Result<(), Error> {
+    pub(crate) fn upload(&self, src: &[u8], dst: &mut CudaSlice<u8>, at: usize) -> Result<(), Error> {
         if at + src.len() > dst.len() {
             return Err(Error::BadArgument("upload out of range".into()));
         }
@@ -329,9 +302,7 @@ impl Gpu {
         let start = std::time::Instant::now();
         while !done.try_is_complete().map_err(cuda)? {
             if start.elapsed() >= limit {
-                return Err(Error::Timeout {
-                    millis: limit.as_millis() as u64,
-                });
+                return Err(Error::Timeout { millis: limit.as_millis() as u64 });
             }
             std::thread::sleep(std::time::Duration::from_micros(100));
         }
@@ -535,12 +506,23 @@ impl Gpu {
             };
             // SAFETY: as above; `params` points at the 11 arguments in the kernel's order, alive
             // (with the buffers' guards) until the call returns, which copies them.
-            unsafe { sys::cuLaunchKernelEx(&config, self.draw_lines.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }
-                .result()
-                .map_err(cuda)?;
+            unsafe {
+                sys::cuLaunchKernelEx(&config, self.draw_lines.cu_function(), params.as_mut_ptr(), std::ptr::null_mut())
+            }
+            .result()
+            .map_err(cuda)?;
         }
         let mut b = self.stream.launch_builder(&self.redraw);
-        b.arg(snapshot).arg(&stride).arg(&bits).arg(prg).arg(code).arg(chr).arg(actions).arg(&*lines).arg(&mut *pixels).arg(&n);
+        b.arg(snapshot)
+            .arg(&stride)
+            .arg(&bits)
+            .arg(prg)
+            .arg(code)
+            .arg(chr)
+            .arg(actions)
+            .arg(&*lines)
+            .arg(&mut *pixels)
+            .arg(&n);
         // SAFETY: matches `nesle_redraw(u8*, u32, u32, const u8*, const u32*, const u8*, const
         // u8*, const LineLog*, u8*, u32)` (`code` as in `step`); the snapshot holds n_envs states packed as `states` (a copy made
         // before the logged frame), lengths checked above. One thread per env touches only its
@@ -625,7 +607,13 @@ impl Gpu {
     }
 
     /// Launches `nesle_rgb`: `n_envs` pictures to 240x256 RGB in `out`.
-    pub(crate) fn rgb(&self, pixels: &CudaSlice<u8>, table: &CudaSlice<u8>, out: &mut CudaSlice<u8>, n_envs: usize) -> Result<(), Error> {
+    pub(crate) fn rgb(
+        &self,
+        pixels: &CudaSlice<u8>,
+        table: &CudaSlice<u8>,
+        out: &mut CudaSlice<u8>,
+        n_envs: usize,
+    ) -> Result<(), Error> {
         check_len("pixels", pixels.len(), n_envs * PIXELS_PER_ENV)?;
         check_len("table", table.len(), std::mem::size_of::<RgbTable>())?;
         check_len("rgb", out.len(), n_envs * RGB_BYTES)?;
@@ -703,7 +691,14 @@ impl Gpu {
 
     /// `nesle_order_tiles` over all of `pairs` in blocks of `size` (a power of two, at most
     /// `ORDER_TILE`, dividing `pairs.len()`, checked by [`Gpu::order_by_work`]).
-    fn order_tiles(&self, ran: &CudaSlice<u32>, pairs: &mut CudaSlice<u64>, n: u32, k: u32, size: u32) -> Result<(), Error> {
+    fn order_tiles(
+        &self,
+        ran: &CudaSlice<u32>,
+        pairs: &mut CudaSlice<u64>,
+        n: u32,
+        k: u32,
+        size: u32,
+    ) -> Result<(), Error> {
         let padded = pairs.len();
         let mut b = self.stream.launch_builder(&self.order_tiles);
         b.arg(ran).arg(pairs).arg(&n).arg(&k);
@@ -751,18 +746,12 @@ fn sync_timeout() -> Option<std::time::Duration> {
 }
 
 fn parse_timeout(s: &str) -> Option<std::time::Duration> {
-    s.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|t| t.is_finite() && *t > 0.0)
-        .map(std::time::Duration::from_secs_f64)
+    s.trim().parse::<f64>().ok().filter(|t| t.is_finite() && *t > 0.0).map(std::time::Duration::from_secs_f64)
 }
 
 fn check_len(what: &str, have: usize, need: usize) -> Result<(), Error> {
     if have < need.max(1) {
-        return Err(Error::BadArgument(format!(
-            "{what} buffer holds {have} bytes, {need} needed"
-        )));
+        return Err(Error::BadArgument(format!("{what} buffer holds {have} bytes, {need} needed")));
     }
     Ok(())
 }
@@ -771,12 +760,7 @@ fn check_len(what: &str, have: usize, need: usize) -> Result<(), Error> {
 pub(crate) fn tables_as_bytes(t: &GrayTables) -> &[u8] {
     // SAFETY: GrayTables is #[repr(C)], made only of f32/u32 arrays (no padding: its size is
     // the sum of its fields', pinned by a test), so every byte is initialised.
-    unsafe {
-        std::slice::from_raw_parts(
-            (t as *const GrayTables).cast::<u8>(),
-            std::mem::size_of::<GrayTables>(),
-        )
-    }
+    unsafe { std::slice::from_raw_parts((t as *const GrayTables).cast::<u8>(), std::mem::size_of::<GrayTables>()) }
 }
 
 #[cfg(test)]

@@ -20,12 +20,15 @@ pub mod picture;
 mod report;
 mod rom;
 
-pub use batch::{regroup_order, Batch, BatchConfig, DevicePointers, LinesPolicy, SortPolicy, LINES_PAUSE, LINES_WINDOW, REGROUP_EVERY, SORT_CALM_MAX};
-pub use launch::Fence;
-pub use report::{DeviceReport, StepLaunch};
+pub use batch::{
+    regroup_order, Batch, BatchConfig, DevicePointers, LinesPolicy, SortPolicy, LINES_PAUSE, LINES_WINDOW,
+    REGROUP_EVERY, SORT_CALM_MAX,
+};
 pub use cudarc::driver::CudaSlice;
 pub use error::Error;
+pub use launch::Fence;
 pub use nes_core::flat::{FlatState, FLAT_STATE_SIZE};
+pub use report::{DeviceReport, StepLaunch};
 pub use rom::RomImage;
 
 /// An env order (`Batch::set_order`, `host::step_in_order`) must name every env once.
@@ -37,7 +40,11 @@ fn check_order(order: &[u32], n_envs: usize) -> Result<(), Error> {
     for &e in order {
         match seen.get_mut(e as usize) {
             Some(s) if !*s => *s = true,
-            _ => return Err(Error::BadArgument(format!("the order is not a permutation of the envs: {e} is out of range or repeated"))),
+            _ => {
+                return Err(Error::BadArgument(format!(
+                    "the order is not a permutation of the envs: {e} is out of range or repeated"
+                )))
+            }
         }
     }
     Ok(())
@@ -127,7 +134,11 @@ pub mod host {
     ) -> Result<u32, Error> {
         check_inputs(states, rom, actions)?;
         if pixels.len() != states.len() * PIXELS_PER_ENV {
-            return Err(Error::BadArgument(format!("pixel buffer of {} bytes for {} envs", pixels.len(), states.len())));
+            return Err(Error::BadArgument(format!(
+                "pixel buffer of {} bytes for {} envs",
+                pixels.len(),
+                states.len()
+            )));
         }
         if let Some(g) = &gray {
             if g.len() != states.len() * crate::picture::GRAY_PIXELS {
@@ -140,7 +151,13 @@ pub mod host {
     /// `dots` PPU dots of one console as the bus's catch-up runs them (in bulk where it can)
     /// or, with `one_by_one`, dot by dot: the kernels' PPU tests compare the two. `pixels`, if
     /// given, is one 256x240 picture that receives the dots drawn.
-    pub fn ppu_run(state: &mut FlatState, rom: &RomImage, dots: u32, one_by_one: bool, pixels: Option<&mut [u8]>) -> Result<(), Error> {
+    pub fn ppu_run(
+        state: &mut FlatState,
+        rom: &RomImage,
+        dots: u32,
+        one_by_one: bool,
+        pixels: Option<&mut [u8]>,
+    ) -> Result<(), Error> {
         check_inputs(std::slice::from_mut(state), rom, &[0])?;
         if let Some(p) = &pixels {
             if p.len() != PIXELS_PER_ENV {
@@ -153,7 +170,12 @@ pub mod host {
 
     /// One frame drawn twice: as the step kernel draws it and by replaying the PPU from the
     /// frame's logged accesses (kernels/replay.cuh). See `launch::host_replay_check`.
-    pub fn replay_check(state: &mut FlatState, rom: &RomImage, reference: &mut [u8], replayed: &mut [u8]) -> Result<i32, Error> {
+    pub fn replay_check(
+        state: &mut FlatState,
+        rom: &RomImage,
+        reference: &mut [u8],
+        replayed: &mut [u8],
+    ) -> Result<i32, Error> {
         check_inputs(std::slice::from_mut(state), rom, &[0])?;
         if reference.len() != PIXELS_PER_ENV || replayed.len() != PIXELS_PER_ENV {
             return Err(Error::BadArgument(format!(

@@ -42,10 +42,16 @@ impl Packing {
     /// The (start, end) byte ranges of FlatState kept, in order.
     fn regions(self) -> impl Iterator<Item = (usize, usize)> {
         let b = self.0;
-        [(0, CIRAM_HI, true), (CIRAM_HI, PRG_RAM, b & 1 != 0), (PRG_RAM, CHR_RAM, b & 2 != 0), (CHR_RAM, TAIL, b & 4 != 0), (TAIL, SIZE, true)]
-            .into_iter()
-            .filter(|r| r.2)
-            .map(|r| (r.0, r.1))
+        [
+            (0, CIRAM_HI, true),
+            (CIRAM_HI, PRG_RAM, b & 1 != 0),
+            (PRG_RAM, CHR_RAM, b & 2 != 0),
+            (CHR_RAM, TAIL, b & 4 != 0),
+            (TAIL, SIZE, true),
+        ]
+        .into_iter()
+        .filter(|r| r.2)
+        .map(|r| (r.0, r.1))
     }
 
     /// Bytes per packed state (a multiple of 8).

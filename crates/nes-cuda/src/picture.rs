@@ -165,7 +165,11 @@ mod tests {
         for (env, (pic, got)) in px.chunks(PIXELS_PER_ENV).zip(out.chunks(GRAY_PIXELS)).enumerate() {
             for oy in 0..GRAY_SIZE {
                 for ox in 0..GRAY_SIZE {
-                    assert_eq!(got[oy * GRAY_SIZE + ox], gray84_by_taps(&t, pic, oy, ox), "env {env} pixel ({oy}, {ox})");
+                    assert_eq!(
+                        got[oy * GRAY_SIZE + ox],
+                        gray84_by_taps(&t, pic, oy, ox),
+                        "env {env} pixel ({oy}, {ox})"
+                    );
                 }
             }
         }

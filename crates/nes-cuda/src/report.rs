@@ -67,7 +67,8 @@ mod tests {
     #[test]
     fn occupancy_is_the_resident_warps_over_the_sms_limit() {
         // 128 registers a thread: one block of 512 an SM on an H200, 16 of its 64 warps.
-        let big = StepLaunch { registers: 128, local_bytes: 23_176, block: 512, blocks_per_sm: 1, max_warps_per_sm: 64 };
+        let big =
+            StepLaunch { registers: 128, local_bytes: 23_176, block: 512, blocks_per_sm: 1, max_warps_per_sm: 64 };
         assert_eq!(big.warps_per_sm(), 16);
         assert_eq!(big.occupancy(), 0.25);
         // Four blocks of 128 hold the same warps.

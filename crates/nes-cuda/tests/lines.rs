@@ -31,7 +31,8 @@ fn lines_alike(name: &str, bytes: &[u8], envs: usize, steps: usize, frameskip: u
     for step in 0..steps {
         let actions: Vec<u8> = (0..envs).map(|_| (rng.next() >> 9) as u8).collect();
         host::step(&mut drawn, &image, &actions, frameskip, Some(&mut a)).unwrap();
-        by_lines += host::step_drawn_by_lines(&mut lined, &image, &actions, frameskip, &mut b, Some(&mut gray)).unwrap() as usize;
+        by_lines += host::step_drawn_by_lines(&mut lined, &image, &actions, frameskip, &mut b, Some(&mut gray)).unwrap()
+            as usize;
         for e in 0..envs {
             if let Some((field, i)) = nes_core::flat::first_difference(&drawn[e], &lined[e]) {
                 panic!("{name} step {step} env {e}: state differs at `{field}`[{i}]");
@@ -39,11 +40,23 @@ fn lines_alike(name: &str, bytes: &[u8], envs: usize, steps: usize, frameskip: u
         }
         if let Some(i) = a.iter().zip(&b).position(|(x, y)| x != y) {
             let (e, p) = (i / PIXELS_PER_ENV, i % PIXELS_PER_ENV);
-            panic!("{name} step {step} env {e}: pixel {p} (line {}, x {}): {} drawn, {} by lines", p / 256, p % 256, a[i], b[i]);
+            panic!(
+                "{name} step {step} env {e}: pixel {p} (line {}, x {}): {} drawn, {} by lines",
+                p / 256,
+                p % 256,
+                a[i],
+                b[i]
+            );
         }
         gray84(&a, &mut want).unwrap();
         if let Some(i) = want.iter().zip(&gray).position(|(x, y)| x != y) {
-            panic!("{name} step {step} env {}: 84x84 pixel {}: {} from the picture, {} by the line renderer", i / GRAY_PIXELS, i % GRAY_PIXELS, want[i], gray[i]);
+            panic!(
+                "{name} step {step} env {}: 84x84 pixel {}: {} from the picture, {} by the line renderer",
+                i / GRAY_PIXELS,
+                i % GRAY_PIXELS,
+                want[i],
+                gray[i]
+            );
         }
     }
     eprintln!("{name}: {by_lines} of {} frames drawn line by line", envs * steps);
@@ -74,10 +87,8 @@ fn games_drawn_line_by_line_match_the_drawn_ones() {
 #[test]
 fn test_roms_drawn_line_by_line_match_the_drawn_ones() {
     let roms = test_roms();
-    let by_lines: usize = roms
-        .iter()
-        .map(|p| lines_alike(&p.display().to_string(), &std::fs::read(p).unwrap(), 2, 60, 4))
-        .sum();
+    let by_lines: usize =
+        roms.iter().map(|p| lines_alike(&p.display().to_string(), &std::fs::read(p).unwrap(), 2, 60, 4)).sum();
     // Most test ROMs show a still picture, rendering on or off all frame.
     at_least("test ROMs", by_lines, roms.len() * 2 * 60, 0.5);
 }
@@ -134,13 +145,13 @@ fn scroll_split_rom(ctrl: u8) -> Vec<u8> {
     a.op(&[0xa9, 0x3f]).sta(0x2006).op(&[0xa9, 0x00]).sta(0x2006).op(&[0xa2, 0x00]);
     let pal = a.at();
     a.op(&[0xe8]).stx(0x2007).op(&[0xe0, 0x20]).bne(pal); // inx, stx $2007, cpx #32, bne
-    // Both nametables (and their attributes): byte i = i mod 256.
+                                                          // Both nametables (and their attributes): byte i = i mod 256.
     a.op(&[0xa9, 0x20]).sta(0x2006).op(&[0xa9, 0x00]).sta(0x2006).op(&[0xa0, 0x08]); // ldy #8
     let page = a.at();
     a.op(&[0xa2, 0x00]);
     let byte = a.at();
     a.stx(0x2007).op(&[0xe8]).bne(byte).op(&[0x88]).bne(page); // inx, bne; dey, bne
-    // OAM: byte i = 9i mod 256.
+                                                               // OAM: byte i = 9i mod 256.
     a.op(&[0xa9, 0x00]).sta(0x2003).op(&[0xa2, 0x00]);
     let oam = a.at();
     a.op(&[0x8a, 0x0a, 0x0a, 0x0a, 0x86, 0x00, 0x18, 0x65, 0x00]).sta(0x2004).op(&[0xe8]).bne(oam);
@@ -148,7 +159,7 @@ fn scroll_split_rom(ctrl: u8) -> Vec<u8> {
     let frame = a.at();
     a.abs(0x2c, 0x2002).bpl(frame); // vertical blank (w = 0)
     a.op(&[0xe6, 0x01]); // inc $01: the frame counter
-    // About 2,140 cycles, then 30-45 x 5 more: the pre-render line's dots 250-400.
+                         // About 2,140 cycles, then 30-45 x 5 more: the pre-render line's dots 250-400.
     a.op(&[0xa0, 17]);
     let outer = a.at();
     a.op(&[0xa2, 24]);

@@ -32,7 +32,10 @@ fn fields() -> Vec<(&'static str, usize, usize)> {
         .filter(|(name, ..)| {
             !matches!(*name, "cpu_ram" | "cart_prg_ram" | "cart_chr_ram" | "cart_ciram")
                 && !name.starts_with("cart_header")
-                && !matches!(*name, "cart_kind" | "cart_prg_len" | "cart_chr_len" | "cart_chr_is_ram" | "cart_prg_ram_size")
+                && !matches!(
+                    *name,
+                    "cart_kind" | "cart_prg_len" | "cart_chr_len" | "cart_chr_is_ram" | "cart_prg_ram_size"
+                )
         })
         .map(|&(name, ctype, count, offset)| (name, offset, count * elem_size(ctype)))
         .collect()

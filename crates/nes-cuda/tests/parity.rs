@@ -43,7 +43,6 @@ fn frames() -> usize {
     std::env::var("NESLE_PARITY_FRAMES").ok().and_then(|v| v.parse().ok()).unwrap_or(240)
 }
 
-
 /// Steps `ENVS` consoles of `rom` on both sides for `frames` frames, `frameskip` frames per
 /// call, with inputs from `input(env, step, rng)`. Returns the first mismatch, if any.
 fn run_parity(
@@ -242,7 +241,6 @@ fn a_rom_that_works_in_prg_ram_runs_identically_across_steps() {
     }
 }
 
-
 /// An NROM program for the kernels' quiet path (kernels/quiet.cuh), which runs instructions
 /// that touch only RAM and PRG ROM on registers and must leave everything as the full path
 /// would. Each pass jumps into open bus twice (`JMP $4020`, `JMP ($0200)`): the opcode fetched
@@ -381,7 +379,6 @@ fn an_instruction_that_runs_into_a_window_of_another_bank_runs_identically() {
     }
 }
 
-
 /// An NROM program for the kernels' run of empty lines at once (`ppu_skip_empty_lines`), which
 /// may only start after a line with no sprite in range. Sprite 0 (Y = the frame count, so it
 /// sweeps every line) is transparent as an 8x8 sprite (tile 1 at $0000), but as an 8x16 sprite
@@ -465,7 +462,6 @@ fn a_sprite_line_before_empty_lines_runs_identically() {
         panic!("{e}");
     }
 }
-
 
 fn smb_input(_env: usize, step: usize, rng: &mut Rng) -> u8 {
     // Start on the title screen, then random SIMPLE_MOVEMENT presses (protocol B's inputs).

@@ -34,7 +34,6 @@ fn warm(rom: &[u8]) -> FlatState {
     c.to_flat()
 }
 
-
 /// Runs `dots` dots on two copies of `state`: one ticks, the other runs batches of random
 /// length (half up to `longest` dots, half up to 20); state and pixels must agree at every
 /// batch end. With `writes`, a third of the batch ends also change both as a CPU write would
@@ -109,7 +108,15 @@ fn the_catch_up_ppu_matches_ticking_dot_by_dot() {
     let mut rng = Rng(0x2545_f491);
     for case in 0..12 {
         let s = random_scene(&base, &mut rng, case);
-        batches_match_ticks(case, &s, &image, &mut rng, 3 * 89_342, if case % 3 == 0 { 700 } else { 3000 }, Writes::None);
+        batches_match_ticks(
+            case,
+            &s,
+            &image,
+            &mut rng,
+            3 * 89_342,
+            if case % 3 == 0 { 700 } else { 3000 },
+            Writes::None,
+        );
     }
 }
 

@@ -9,9 +9,7 @@ mod common;
 use common::{rom, test_roms, Rng};
 
 fn check(name: &str, frames: usize) {
-    let Some(bytes) = rom(name) else {
-        panic!("{name} missing: `python -m nesle roms fetch` (or set NESLE_ROM_DIR)")
-    };
+    let Some(bytes) = rom(name) else { panic!("{name} missing: `python -m nesle roms fetch` (or set NESLE_ROM_DIR)") };
     check_rom(name, &bytes, frames, true);
 }
 

@@ -25,10 +25,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use nes_core::{palette, Console};
 use numpy::ndarray::{Array, Dimension, IntoDimension, IxDyn};
-use numpy::{
-    IntoPyArray, PyArray, PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArray,
-    PyUntypedArrayMethods,
-};
+use numpy::{IntoPyArray, PyArray, PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyIndexError, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMemoryView};
@@ -43,14 +40,7 @@ const SCREEN: usize = WIDTH * HEIGHT;
 pub(crate) fn py_shape(shape: &[usize]) -> String {
     match shape {
         [n] => format!("({n},)"),
-        _ => format!(
-            "({})",
-            shape
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
     }
 }
 
@@ -92,11 +82,7 @@ pub fn to_numpy<'py, T: numpy::Element, D: Dimension>(
 
 /// `repr(type)` and dtype of an argument, for error messages.
 pub(crate) fn describe(obj: &Bound<'_, PyAny>) -> String {
-    let ty = obj
-        .get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into());
+    let ty = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
     match obj.getattr("dtype") {
         Ok(dt) => format!("{ty} of dtype {dt}"),
         Err(_) => ty,
@@ -108,9 +94,7 @@ pub(crate) fn env_index(i: i64, n: usize) -> PyResult<usize> {
     let n = n as i64;
     let j = if i < 0 { i + n } else { i };
     if j < 0 || j >= n {
-        return Err(PyIndexError::new_err(format!(
-            "environment index {i} out of range for {n} environments"
-        )));
+        return Err(PyIndexError::new_err(format!("environment index {i} out of range for {n} environments")));
     }
     Ok(j as usize)
 }
@@ -126,15 +110,10 @@ pub(crate) fn bool_mask(mask: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<V
             describe(mask)
         ))
     })?;
-    let ro = arr
-        .try_readonly()
-        .map_err(|e| PyValueError::new_err(format!("mask: {e}")))?;
+    let ro = arr.try_readonly().map_err(|e| PyValueError::new_err(format!("mask: {e}")))?;
     let view = ro.as_array();
     if view.shape() != [n] {
-        return Err(PyValueError::new_err(format!(
-            "mask must have shape ({n},), got {}",
-            py_shape(view.shape())
-        )));
+        return Err(PyValueError::new_err(format!("mask must have shape ({n},), got {}", py_shape(view.shape()))));
     }
     Ok(view.iter().copied().collect())
 }
@@ -147,9 +126,7 @@ pub(crate) fn button_pads(actions: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<
             describe(actions)
         ))
     })?;
-    let ro = arr
-        .try_readonly()
-        .map_err(|e| PyValueError::new_err(format!("actions: {e}")))?;
+    let ro = arr.try_readonly().map_err(|e| PyValueError::new_err(format!("actions: {e}")))?;
     let view = ro.as_array();
     let pads: Vec<[u8; 2]> = match view.shape() {
         [m] if *m == n => view.iter().map(|&a| [a, 0]).collect(),
@@ -169,23 +146,18 @@ pub(crate) fn button_pads(actions: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<
 /// memory: a NumPy array as is, a DLPack producer (a torch CPU tensor) through
 /// `numpy.from_dlpack`, any other buffer-protocol object through `memoryview`. Never a copy:
 /// each of these routes shares memory or fails.
-fn out_array<'py>(
-    out: &Bound<'py, PyAny>,
-    shape: &[usize],
-) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+fn out_array<'py>(out: &Bound<'py, PyAny>, shape: &[usize]) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
     let py = out.py();
     let want = py_shape(shape);
     let arr = if out.cast::<PyUntypedArray>().is_ok() {
         out.clone()
     } else if out.hasattr("__dlpack__")? {
-        py.import("numpy")?
-            .call_method1("from_dlpack", (out,))
-            .map_err(|e| {
-                PyValueError::new_err(format!(
-                    "out must be host memory NumPy can write in place; numpy.from_dlpack refused {}: {e}",
-                    describe(out)
-                ))
-            })?
+        py.import("numpy")?.call_method1("from_dlpack", (out,)).map_err(|e| {
+            PyValueError::new_err(format!(
+                "out must be host memory NumPy can write in place; numpy.from_dlpack refused {}: {e}",
+                describe(out)
+            ))
+        })?
     } else if let Ok(view) = PyMemoryView::from(out) {
         py.import("numpy")?.call_method1("asarray", (view,))?
     } else {
@@ -195,16 +167,10 @@ fn out_array<'py>(
         )));
     };
     let arr = arr.cast_into::<PyArrayDyn<u8>>().map_err(|e| {
-        PyTypeError::new_err(format!(
-            "out must have dtype uint8, got {}",
-            describe(e.into_inner().as_any())
-        ))
+        PyTypeError::new_err(format!("out must have dtype uint8, got {}", describe(e.into_inner().as_any())))
     })?;
     if arr.shape() != shape {
-        return Err(PyValueError::new_err(format!(
-            "out must have shape {want}, got {}",
-            py_shape(arr.shape())
-        )));
+        return Err(PyValueError::new_err(format!("out must have shape {want}, got {}", py_shape(arr.shape()))));
     }
     if !arr.is_c_contiguous() {
         return Err(PyValueError::new_err(
@@ -234,12 +200,8 @@ pub(crate) fn fill_out<'py>(
         return Ok(to_numpy(py, buf, IxDyn(shape))?.into_any());
     };
     let arr = out_array(&out, shape)?;
-    let mut rw = arr
-        .try_readwrite()
-        .map_err(|e| PyValueError::new_err(format!("out must be writable: {e}")))?;
-    let dst = rw
-        .as_slice_mut()
-        .map_err(|e| PyValueError::new_err(format!("out: {e}")))?;
+    let mut rw = arr.try_readwrite().map_err(|e| PyValueError::new_err(format!("out must be writable: {e}")))?;
+    let dst = rw.as_slice_mut().map_err(|e| PyValueError::new_err(format!("out: {e}")))?;
     fill(dst)?;
     drop(rw);
     Ok(out)
@@ -247,9 +209,7 @@ pub(crate) fn fill_out<'py>(
 
 /// A read-only NumPy array over `view` (its base: the DLPack capsule, which holds the memory).
 fn readonly_numpy<'py>(py: Python<'py>, view: DLPackView) -> PyResult<Bound<'py, PyAny>> {
-    let arr = py
-        .import("numpy")?
-        .call_method1("from_dlpack", (Py::new(py, view)?,))?;
+    let arr = py.import("numpy")?.call_method1("from_dlpack", (Py::new(py, view)?,))?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("write", false)?;
     arr.call_method("setflags", (), Some(&kwargs))?;
@@ -291,9 +251,7 @@ pub struct CpuBatch {
 
 impl std::fmt::Debug for CpuBatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CpuBatch")
-            .field("num_envs", &self.consoles.len())
-            .finish_non_exhaustive()
+        f.debug_struct("CpuBatch").field("num_envs", &self.consoles.len()).finish_non_exhaustive()
     }
 }
 
@@ -307,18 +265,12 @@ impl CpuBatch {
         f: impl FnOnce(&mut [Console], &Console, Vec<Mirror<'_>>) -> R + Send,
     ) -> PyResult<R> {
         self.check()?;
-        let mut pixels = self
-            .pixels
-            .as_mut()
-            .map(|p| p.as_mut_slice().chunks_mut(SCREEN));
+        let mut pixels = self.pixels.as_mut().map(|p| p.as_mut_slice().chunks_mut(SCREEN));
         let mirrors: Vec<Mirror<'_>> = self
             .ram
             .as_mut_slice()
             .chunks_mut(RAM_SIZE)
-            .map(|ram| Mirror {
-                ram,
-                pixels: pixels.as_mut().and_then(|p| p.next()),
-            })
+            .map(|ram| Mirror { ram, pixels: pixels.as_mut().and_then(|p| p.next()) })
             .collect();
         let (consoles, power_on) = (&mut self.consoles[..], &self.power_on);
         match py.detach(|| catch_unwind(AssertUnwindSafe(|| f(consoles, power_on, mirrors)))) {
@@ -332,9 +284,7 @@ impl CpuBatch {
 
     fn check(&self) -> PyResult<()> {
         if self.poisoned {
-            return Err(PyRuntimeError::new_err(
-                "this CpuBatch is unusable after an internal panic; create a new one",
-            ));
+            return Err(PyRuntimeError::new_err("this CpuBatch is unusable after an internal panic; create a new one"));
         }
         Ok(())
     }
@@ -376,42 +326,32 @@ impl CpuBatch {
         f: impl Fn(&Console, &mut [u8]) + Send + Sync,
     ) -> PyResult<()> {
         self.run(py, |cs, _, _| {
-            dst.par_chunks_mut(per)
-                .zip(cs.par_iter())
-                .for_each(|(dst, c)| f(c, dst));
+            dst.par_chunks_mut(per).zip(cs.par_iter()).for_each(|(dst, c)| f(c, dst));
         })
     }
 
     /// `step_trace` into `dst`, frame-major (frames, N, 2048). The rows are dealt out to the
     /// consoles first (row `f * N + i` to console `i`), so each rayon task writes its own
     /// console's rows straight into place: no console-major scratch, no transpose.
-    fn trace(
-        &mut self,
-        py: Python<'_>,
-        pads: &[[u8; 2]],
-        frames: usize,
-        dst: &mut [u8],
-    ) -> PyResult<()> {
+    fn trace(&mut self, py: Python<'_>, pads: &[[u8; 2]], frames: usize, dst: &mut [u8]) -> PyResult<()> {
         let n = self.consoles.len();
         let mut rows: Vec<Vec<&mut [u8]>> = (0..n).map(|_| Vec::with_capacity(frames)).collect();
         for (k, row) in dst.chunks_mut(RAM_SIZE).enumerate() {
             rows[k % n].push(row);
         }
         self.run(py, |cs, _, mirrors| {
-            cs.par_iter_mut().zip(pads).zip(rows).zip(mirrors).for_each(
-                |(((c, p), rows), mut m)| {
-                    c.set_buttons(0, p[0]);
-                    c.set_buttons(1, p[1]);
-                    let (last, render) = (rows.len(), c.render());
-                    for (f, row) in rows.into_iter().enumerate() {
-                        c.set_render(render && f + 1 == last); // only the last frame is seen
-                        c.run_frame();
-                        row.copy_from_slice(c.ram());
-                    }
-                    c.set_render(render);
-                    m.refresh(c);
-                },
-            )
+            cs.par_iter_mut().zip(pads).zip(rows).zip(mirrors).for_each(|(((c, p), rows), mut m)| {
+                c.set_buttons(0, p[0]);
+                c.set_buttons(1, p[1]);
+                let (last, render) = (rows.len(), c.render());
+                for (f, row) in rows.into_iter().enumerate() {
+                    c.set_render(render && f + 1 == last); // only the last frame is seen
+                    c.run_frame();
+                    row.copy_from_slice(c.ram());
+                }
+                c.set_render(render);
+                m.refresh(c);
+            })
         })
     }
 }
@@ -422,9 +362,7 @@ impl CpuBatch {
     #[new]
     fn new(rom: &[u8], num_envs: i64) -> PyResult<Self> {
         if num_envs < 1 {
-            return Err(PyValueError::new_err(format!(
-                "num_envs must be at least 1, got {num_envs}"
-            )));
+            return Err(PyValueError::new_err(format!("num_envs must be at least 1, got {num_envs}")));
         }
         let n = num_envs as usize;
         let power_on = Console::new(rom).map_err(rom_error)?;
@@ -438,15 +376,7 @@ impl CpuBatch {
         for row in ram.as_mut_slice().chunks_mut(RAM_SIZE) {
             row.copy_from_slice(power_on.ram());
         }
-        Ok(CpuBatch {
-            consoles,
-            power_on,
-            ram,
-            pixels: None,
-            ram_view: None,
-            pixels_view: None,
-            poisoned: false,
-        })
+        Ok(CpuBatch { consoles, power_on, ram, pixels: None, ram_view: None, pixels_view: None, poisoned: false })
     }
 
     #[getter]
@@ -475,15 +405,12 @@ impl CpuBatch {
         }
         let pads = self.pads(actions)?;
         self.run(py, |cs, _, mirrors| {
-            cs.par_iter_mut()
-                .zip(pads.par_iter())
-                .zip(mirrors)
-                .for_each(|((c, p), mut m)| {
-                    c.set_buttons(0, p[0]);
-                    c.set_buttons(1, p[1]);
-                    c.run_frames(frames as usize); // draws the last frame only
-                    m.refresh(c);
-                })
+            cs.par_iter_mut().zip(pads.par_iter()).zip(mirrors).for_each(|((c, p), mut m)| {
+                c.set_buttons(0, p[0]);
+                c.set_buttons(1, p[1]);
+                c.run_frames(frames as usize); // draws the last frame only
+                m.refresh(c);
+            })
         })
     }
 
@@ -516,34 +443,18 @@ impl CpuBatch {
     /// Write `value` into work RAM at `addr` (0..2048) of every console where `mask` is true
     /// (all when `None`): the RAM hacks gym-* environments use to pick a level at the title.
     #[pyo3(signature = (addr, value, mask = None))]
-    fn write_ram(
-        &mut self,
-        addr: i64,
-        value: i64,
-        mask: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
+    fn write_ram(&mut self, addr: i64, value: i64, mask: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         if !(0..RAM_SIZE as i64).contains(&addr) {
-            return Err(PyValueError::new_err(format!(
-                "addr must be between 0 and {}, got {addr}",
-                RAM_SIZE - 1
-            )));
+            return Err(PyValueError::new_err(format!("addr must be between 0 and {}, got {addr}", RAM_SIZE - 1)));
         }
         if !(0..=255).contains(&value) {
-            return Err(PyValueError::new_err(format!(
-                "value must be a byte (0..255), got {value}"
-            )));
+            return Err(PyValueError::new_err(format!("value must be a byte (0..255), got {value}")));
         }
         let mask = self.mask(mask)?;
         self.check()?;
         let (addr, value) = (addr as usize, value as u8);
         let rows = self.ram.as_mut_slice().chunks_mut(RAM_SIZE);
-        for ((c, row), _) in self
-            .consoles
-            .iter_mut()
-            .zip(rows)
-            .zip(&mask)
-            .filter(|(_, &m)| m)
-        {
+        for ((c, row), _) in self.consoles.iter_mut().zip(rows).zip(&mask).filter(|(_, &m)| m) {
             c.bus.ram[addr] = value;
             row[addr] = value;
         }
@@ -552,11 +463,7 @@ impl CpuBatch {
 
     /// Work RAM of every console: a (N, 2048) uint8 array, new or `out` filled in place.
     #[pyo3(signature = (*, out = None))]
-    fn ram<'py>(
-        &mut self,
-        py: Python<'py>,
-        out: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    fn ram<'py>(&mut self, py: Python<'py>, out: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
         self.check()?;
         let n = self.consoles.len();
         let src = self.ram.as_slice();
@@ -570,11 +477,7 @@ impl CpuBatch {
     /// The last frame of every console as palette indices 0..63: a (N, 240, 256) uint8 array,
     /// new or `out` filled in place.
     #[pyo3(signature = (*, out = None))]
-    fn pixels<'py>(
-        &mut self,
-        py: Python<'py>,
-        out: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    fn pixels<'py>(&mut self, py: Python<'py>, out: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
         let n = self.consoles.len();
         fill_out(py, out, &[n, HEIGHT, WIDTH], |dst| {
             self.disjoint(dst)?;
@@ -585,17 +488,11 @@ impl CpuBatch {
     /// The last frame of every console in RGB: a (N, 240, 256, 3) uint8 array, new or `out`
     /// filled in place.
     #[pyo3(signature = (*, out = None))]
-    fn rgb<'py>(
-        &mut self,
-        py: Python<'py>,
-        out: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    fn rgb<'py>(&mut self, py: Python<'py>, out: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
         let n = self.consoles.len();
         fill_out(py, out, &[n, HEIGHT, WIDTH, 3], |dst| {
             self.disjoint(dst)?;
-            self.frames(py, dst, SCREEN * 3, |c, dst| {
-                palette::indices_to_rgb(c.pixels(), dst)
-            })
+            self.frames(py, dst, SCREEN * 3, |c, dst| palette::indices_to_rgb(c.pixels(), dst))
         })
     }
 
@@ -621,11 +518,9 @@ impl CpuBatch {
             return Ok(v.bind(py).clone());
         }
         let n = self.consoles.len();
-        let mut buf = host_rows(n, SCREEN)
-            .ok_or_else(|| host_memory_error(n, (n * SCREEN) as f64, "their pictures"))?;
-        self.frames(py, buf.as_mut_slice(), SCREEN, |c, dst| {
-            dst.copy_from_slice(c.pixels())
-        })?;
+        let mut buf =
+            host_rows(n, SCREEN).ok_or_else(|| host_memory_error(n, (n * SCREEN) as f64, "their pictures"))?;
+        self.frames(py, buf.as_mut_slice(), SCREEN, |c, dst| dst.copy_from_slice(c.pixels()))?;
         let v = readonly_numpy(py, buf.view(&[self.consoles.len(), HEIGHT, WIDTH]))?;
         self.pixels = Some(buf);
         self.pixels_view = Some(v.clone().unbind());
@@ -640,10 +535,7 @@ impl CpuBatch {
 
     /// For each console, `None`, or why it halted (a JAM opcode).
     fn faults(&self) -> Vec<Option<String>> {
-        self.consoles
-            .iter()
-            .map(|c| c.fault().map(|f| f.to_string()))
-            .collect()
+        self.consoles.iter().map(|c| c.fault().map(|f| f.to_string())).collect()
     }
 
     /// Turn pixel output on or off for every console (games cannot tell; off is faster).
@@ -658,26 +550,17 @@ impl CpuBatch {
     /// Power-cycle the consoles where `mask` is true (all when `None`); with `soft=True`, press
     /// the reset button instead.
     #[pyo3(signature = (mask = None, *, soft = false))]
-    fn reset(
-        &mut self,
-        py: Python<'_>,
-        mask: Option<&Bound<'_, PyAny>>,
-        soft: bool,
-    ) -> PyResult<()> {
+    fn reset(&mut self, py: Python<'_>, mask: Option<&Bound<'_, PyAny>>, soft: bool) -> PyResult<()> {
         let mask = self.mask(mask)?;
         self.run(py, |cs, power_on, mirrors| {
-            cs.par_iter_mut()
-                .zip(mask.par_iter())
-                .zip(mirrors)
-                .filter(|((_, &m), _)| m)
-                .for_each(|((c, _), mut m)| {
-                    if soft {
-                        c.reset();
-                    } else {
-                        c.clone_from(power_on);
-                    }
-                    m.refresh(c);
-                })
+            cs.par_iter_mut().zip(mask.par_iter()).zip(mirrors).filter(|((_, &m), _)| m).for_each(|((c, _), mut m)| {
+                if soft {
+                    c.reset();
+                } else {
+                    c.clone_from(power_on);
+                }
+                m.refresh(c);
+            })
         })
     }
 
@@ -705,18 +588,11 @@ impl CpuBatch {
     /// Restore every console where `mask` is true (all when `None`) from one `save_state` blob:
     /// the usual "reset to the start of the level" of an RL environment.
     #[pyo3(signature = (state, mask = None))]
-    fn restore(
-        &mut self,
-        py: Python<'_>,
-        state: &[u8],
-        mask: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
+    fn restore(&mut self, py: Python<'_>, state: &[u8], mask: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let mask = self.mask(mask)?;
         if !mask.contains(&true) {
             // Nothing to restore, but a bad blob is still an error: check it on a copy.
-            return self
-                .run(py, |_, power_on, _| power_on.clone().load_state(state))?
-                .map_err(state_error);
+            return self.run(py, |_, power_on, _| power_on.clone().load_state(state))?.map_err(state_error);
         }
         let results = self.run(py, |cs, _, mirrors| {
             cs.par_iter_mut()
@@ -731,10 +607,7 @@ impl CpuBatch {
                 .collect::<Vec<_>>()
         })?;
         // A blob is validated before any console changes, so it fails on every console or none.
-        results
-            .into_iter()
-            .collect::<Result<Vec<()>, _>>()
-            .map_err(state_error)?;
+        results.into_iter().collect::<Result<Vec<()>, _>>().map_err(state_error)?;
         Ok(())
     }
 }

@@ -146,7 +146,12 @@ impl Inner {
             return Ok(());
         }
         let states = self.batch.lock().states_to_host()?;
-        let config = BatchConfig { device: self.device, pixels: true, regroup_every: self.regroup_every, ..BatchConfig::default() };
+        let config = BatchConfig {
+            device: self.device,
+            pixels: true,
+            regroup_every: self.regroup_every,
+            ..BatchConfig::default()
+        };
         let mut fresh = Batch::with_state(self.rom.clone(), self.n, config, &states[0])?;
         let all: Vec<usize> = (0..self.n).collect();
         upload(&mut fresh, &all, &states, self.n)?;
@@ -213,7 +218,14 @@ impl Inner {
     /// `step` recording the RAM after every frame into the caller's device buffer `out`
     /// (`out_len` bytes at `out_ptr`: frames x N x 2048), and with `gray` (a device buffer of N
     /// x 84 x 84 bytes) every env's 84x84 picture made as the last frame is drawn.
-    fn step_trace_into(&mut self, actions: &Actions, frames: u32, out_ptr: u64, out_len: usize, gray: Option<(u64, usize)>) -> Result<(), Error> {
+    fn step_trace_into(
+        &mut self,
+        actions: &Actions,
+        frames: u32,
+        out_ptr: u64,
+        out_len: usize,
+        gray: Option<(u64, usize)>,
+    ) -> Result<(), Error> {
         self.ensure_pixels()?;
         self.sync_pad2(actions)?;
         let ext = self.ext()?;
@@ -225,7 +237,9 @@ impl Inner {
         }
         let step = |batch: &mut Batch, a: Option<&cudarc::driver::CudaSlice<u8>>| {
             dlpack::with_borrowed(&ext, out_ptr, out_len, |out| match gray {
-                Some((g, g_len)) => dlpack::with_borrowed(&ext, g, g_len, |g| batch.step_trace_gray84(a, frames, out, g)),
+                Some((g, g_len)) => {
+                    dlpack::with_borrowed(&ext, g, g_len, |g| batch.step_trace_gray84(a, frames, out, g))
+                }
                 None => batch.step_trace(a, frames, out),
             })
         };
@@ -329,7 +343,9 @@ impl CudaBatch {
 
     fn open(&mut self) -> PyResult<&mut Inner> {
         if self.poisoned {
-            return Err(PyRuntimeError::new_err("this CudaBatch is unusable after an internal panic; create a new one"));
+            return Err(PyRuntimeError::new_err(
+                "this CudaBatch is unusable after an internal panic; create a new one",
+            ));
         }
         self.inner.as_mut().ok_or_else(|| PyRuntimeError::new_err("this CudaBatch is closed"))
     }
@@ -496,7 +512,9 @@ impl CudaBatch {
             return Err(PyValueError::new_err(format!("device must be a CUDA ordinal (>= 0), got {device}")));
         }
         let Ok(regroup_every) = u32::try_from(regroup_every) else {
-            return Err(PyValueError::new_err(format!("regroup_every must be 0 (never) or a step count, got {regroup_every}")));
+            return Err(PyValueError::new_err(format!(
+                "regroup_every must be 0 (never) or a step count, got {regroup_every}"
+            )));
         };
         let (n, device) = (num_envs as usize, device as usize);
         let built = py.detach(|| {
@@ -506,7 +524,12 @@ impl CudaBatch {
                 let power_on_flat = image.power_on();
                 let mut start = power_on_flat;
                 start.ppu_render_pixels = render as u8;
-                let batch = Batch::with_state(image.clone(), n, BatchConfig { device, pixels: render, regroup_every, ..BatchConfig::default() }, &start)?;
+                let batch = Batch::with_state(
+                    image.clone(),
+                    n,
+                    BatchConfig { device, pixels: render, regroup_every, ..BatchConfig::default() },
+                    &start,
+                )?;
                 Ok(Inner {
                     batch: Arc::new(Shared(Mutex::new(batch))),
                     rom: image,
@@ -581,7 +604,9 @@ impl CudaBatch {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (actions, borrowed) = self.actions(actions)?;
         if !(1..=MAX_TRACE_FRAMES).contains(&frames) {
-            return Err(PyValueError::new_err(format!("frames must be between 1 and {MAX_TRACE_FRAMES}, got {frames}")));
+            return Err(PyValueError::new_err(format!(
+                "frames must be between 1 and {MAX_TRACE_FRAMES}, got {frames}"
+            )));
         }
         let n = self.n;
         if gray84.is_some() && out.is_none() {
@@ -589,7 +614,9 @@ impl CudaBatch {
         }
         if let Some(out) = out {
             if dlpack::cuda_device_of(&out)?.is_none() {
-                return Err(PyTypeError::new_err("out must be a CUDA tensor (uint8, frames x N x 2048) for a CudaBatch"));
+                return Err(PyTypeError::new_err(
+                    "out must be a CUDA tensor (uint8, frames x N x 2048) for a CudaBatch",
+                ));
             }
             let shape = [frames, n as i64, RAM_SIZE as i64];
             let dst = dlpack::borrow_cuda(&out, dlpack::Element::U8, &shape, self.device as i32, 1, "out", true)?;
@@ -735,7 +762,9 @@ impl CudaBatch {
 
     /// Frames each console's PPU has started since power-on: a new (N,) uint64 array.
     fn frame_counts<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
-        let v = self.run(py, |inner| Ok(inner.batch.lock().states_to_host()?.iter().map(|s| s.ppu_frame).collect::<Vec<u64>>()))?;
+        let v = self.run(py, |inner| {
+            Ok(inner.batch.lock().states_to_host()?.iter().map(|s| s.ppu_frame).collect::<Vec<u64>>())
+        })?;
         Ok(v.into_pyarray(py))
     }
 

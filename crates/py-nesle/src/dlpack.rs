@@ -315,7 +315,10 @@ impl DLPackView {
 
     fn __repr__(&self) -> String {
         let kind = if self.device.device_type == KDL_CUDA { "cuda" } else { "cpu" };
-        format!("DLPackView(uint8, shape={:?}, strides={:?}, device={kind}:{})", self.shape, self.strides, self.device.device_id)
+        format!(
+            "DLPackView(uint8, shape={:?}, strides={:?}, device={kind}:{})",
+            self.shape, self.strides, self.device.device_id
+        )
     }
 }
 
@@ -330,9 +333,7 @@ pub fn _host_view(data: Vec<u8>, shape: Vec<i64>, strides: Vec<i64>, offset: usi
     let last = shape
         .iter()
         .zip(&strides)
-        .try_fold(0i64, |acc, (&d, &s)| {
-            (d.max(1) - 1).checked_mul(s).and_then(|x| acc.checked_add(x))
-        })
+        .try_fold(0i64, |acc, (&d, &s)| (d.max(1) - 1).checked_mul(s).and_then(|x| acc.checked_add(x)))
         .and_then(|l| usize::try_from(l).ok())
         .and_then(|l| l.checked_add(offset));
     if shape.iter().all(|&d| d > 0) && last.is_none_or(|end| end >= data.len()) {
@@ -542,7 +543,8 @@ pub fn borrow_cuda(
     let (have, strides) = unsafe {
         let ndim = t.ndim.max(0) as usize;
         let have = std::slice::from_raw_parts(t.shape, ndim).to_vec();
-        let strides = if t.strides.is_null() { None } else { Some(std::slice::from_raw_parts(t.strides, ndim).to_vec()) };
+        let strides =
+            if t.strides.is_null() { None } else { Some(std::slice::from_raw_parts(t.strides, ndim).to_vec()) };
         (have, strides)
     };
     if have != shape {

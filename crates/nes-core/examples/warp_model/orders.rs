@@ -103,7 +103,11 @@ impl Ranks {
     /// A PC not seen yet ranks first: its thread runs until it reaches known code.
     fn rank(&self, pc: u16) -> u32 {
         let n = self.runs[pc as usize];
-        if n == 0 { 0 } else { (self.sum[pc as usize] / n as f64) as u32 }
+        if n == 0 {
+            0
+        } else {
+            (self.sum[pc as usize] / n as f64) as u32
+        }
     }
 }
 
@@ -363,7 +367,13 @@ type PartCost<'a> = dyn Fn(&[&[Slot]], &[&[u64]]) -> u64 + 'a;
 /// `merged_supersequence`'s order or the vote's, the shorter), the launch with every warp so (an
 /// order no vote knows as it runs, but one a warp could take), and the largest pairwise bound
 /// (`pairwise_bound`) over the warps, below which no order takes the launch.
-pub(crate) fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ranks, flow: &Flow, whole_flow: &Flow) -> String {
+pub(crate) fn order_costs(
+    traces: &[Vec<Slot>],
+    cycles: &[Vec<u64>],
+    ranks: &Ranks,
+    flow: &Flow,
+    whole_flow: &Flow,
+) -> String {
     let part = FRAME_CYCLES / parts();
     // Warp `w`'s rounds under `cost`, part by part.
     let warp_parts = |w: usize, cost: &PartCost| -> u64 {
@@ -393,9 +403,8 @@ pub(crate) fn order_costs(traces: &[Vec<Slot>], cycles: &[Vec<u64>], ranks: &Ran
     add("held", launch(&|t, _| held_cost(t)).0);
     // The subroutine calls (JSR) a thread made so far in the part, a clock that loops do not wind.
     let by_calls = |t: &[&[Slot]], shift: u32| {
-        let so_far = |t: &[Slot]| {
-            t.iter().scan(0, |n, s| Some(std::mem::replace(n, *n + (s.op == 0x20) as u64))).collect()
-        };
+        let so_far =
+            |t: &[Slot]| t.iter().scan(0, |n, s| Some(std::mem::replace(n, *n + (s.op == 0x20) as u64))).collect();
         let calls: Vec<Vec<u64>> = t.iter().map(|t| so_far(t)).collect();
         ordered_cost(t, |j, i| calls[j][i] >> shift)
     };

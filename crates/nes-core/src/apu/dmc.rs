@@ -20,9 +20,7 @@
 use crate::state::{StateError, StateReader, StateWriter};
 
 /// Timer periods in CPU cycles, NTSC, indexed by $4010 bits 3-0.
-pub const RATE_TABLE: [u16; 16] = [
-    428, 380, 340, 320, 286, 254, 226, 214, 190, 160, 142, 128, 106, 84, 72, 54,
-];
+pub const RATE_TABLE: [u16; 16] = [428, 380, 340, 320, 286, 254, 226, 214, 190, 160, 142, 128, 106, 84, 72, 54];
 
 #[derive(Debug, Clone, Default)]
 pub struct Dmc {
@@ -209,11 +207,7 @@ impl Dmc {
         }
         self.buffer = v;
         self.buffer_empty = false;
-        self.addr = if self.addr == 0xFFFF {
-            0x8000
-        } else {
-            self.addr + 1
-        };
+        self.addr = if self.addr == 0xFFFF { 0x8000 } else { self.addr + 1 };
         self.bytes_remaining -= 1;
         if self.bytes_remaining == 0 {
             if self.loop_flag {

@@ -34,10 +34,8 @@ pub const QUARTER: u8 = 1;
 pub const HALF: u8 = 2;
 
 /// CPU cycles since the restart at which each step fires, per mode (0 = 4-step, 1 = 5-step).
-const STEP_CYCLES: [[u16; 6]; 2] = [
-    [7457, 14913, 22371, 29828, 29829, 29830],
-    [7457, 14913, 22371, 29829, 37281, 37282],
-];
+const STEP_CYCLES: [[u16; 6]; 2] =
+    [[7457, 14913, 22371, 29828, 29829, 29830], [7457, 14913, 22371, 29829, 37281, 37282]];
 
 /// What each step clocks (`QUARTER | HALF` bits), per mode.
 const STEP_EVENTS: [[u8; 6]; 2] = [
@@ -79,11 +77,7 @@ impl FrameCounter {
     /// Power-on: as if $00 were written to $4017 just before the CPU's reset sequence, which
     /// puts it about 10 cycles before the first instruction (blargg's apu_reset: "9-12 clocks").
     pub fn new() -> FrameCounter {
-        FrameCounter {
-            write_delay: WRITE_DELAY_ODD,
-            pending: 0x00,
-            ..FrameCounter::default()
-        }
+        FrameCounter { write_delay: WRITE_DELAY_ODD, pending: 0x00, ..FrameCounter::default() }
     }
 
     /// Reset button: the register keeps its value and is applied again, as a fresh write.
@@ -101,11 +95,7 @@ impl FrameCounter {
     pub fn write(&mut self, v: u8, odd_cycle: bool) {
         self.pending = v;
         self.last_write = v;
-        self.write_delay = if odd_cycle {
-            WRITE_DELAY_ODD
-        } else {
-            WRITE_DELAY_EVEN
-        };
+        self.write_delay = if odd_cycle { WRITE_DELAY_ODD } else { WRITE_DELAY_EVEN };
         // The inhibit bit is not delayed: it gates and clears the flag right away
         // (apu_test 3-irq_flag #7: "Writing $40 or $C0 to $4017 should clear flag").
         self.irq_inhibit = v & 0x40 != 0;

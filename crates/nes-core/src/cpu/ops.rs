@@ -65,8 +65,8 @@ pub enum Access {
 impl Mn {
     pub const fn access(self) -> Access {
         match self {
-            ADC | AND | BIT | CMP | CPX | CPY | EOR | LDA | LDX | LDY | ORA | SBC | LAX | NOP | ANC
-            | ALR | ARR | XAA | LXA | AXS | LAS => Access::Read,
+            ADC | AND | BIT | CMP | CPX | CPY | EOR | LDA | LDX | LDY | ORA | SBC | LAX | NOP | ANC | ALR | ARR
+            | XAA | LXA | AXS | LAS => Access::Read,
             STA | STX | STY | SAX | SHA | SHX | SHY | TAS => Access::Write,
             ASL | LSR | ROL | ROR | INC | DEC | SLO | RLA | SRE | RRA | DCP | ISC => Access::Modify,
             _ => Access::Other,
@@ -77,8 +77,25 @@ impl Mn {
     pub const fn unofficial(self) -> bool {
         matches!(
             self,
-            SLO | RLA | SRE | RRA | SAX | LAX | DCP | ISC | ANC | ALR | ARR | XAA | LXA | AXS | SHA | SHX
-                | SHY | TAS | LAS | JAM
+            SLO | RLA
+                | SRE
+                | RRA
+                | SAX
+                | LAX
+                | DCP
+                | ISC
+                | ANC
+                | ALR
+                | ARR
+                | XAA
+                | LXA
+                | AXS
+                | SHA
+                | SHX
+                | SHY
+                | TAS
+                | LAS
+                | JAM
         )
     }
 }

@@ -546,7 +546,7 @@ fn the_status_bound_holds_on_every_dot_up_to_sprite_0_s_last_column() {
     // dot 92) over a solid background: the hit comes on the last dot a bound may wait for.
     let (mut ppu, mut cart) = scene(&[(10, 5), (11, 5)], &[(43, 84)]);
     write_vram(&mut ppu, &mut cart, 0x0020, &[0x01; 8]);
-    ppu.cpu_write(0x2005, 0, &mut cart);  // the scroll back to 0 after the `$2006` writes
+    ppu.cpu_write(0x2005, 0, &mut cart); // the scroll back to 0 after the `$2006` writes
     ppu.cpu_write(0x2005, 0, &mut cart);
     ppu.oam[1] = 2;
     ppu.cpu_write(0x2001, 0x1e, &mut cart);

@@ -579,14 +579,9 @@ impl Ppu {
             return;
         }
         // Entries 0..15 and 0x11..0x1F (never a multiple of 4) need no mirroring.
-        let index = if spr != 0 && (bg == 0 || spr & SPR_LINE_BEHIND == 0) {
-            0x10 | (spr & 0x0f)
-        } else {
-            bg
-        };
+        let index = if spr != 0 && (bg == 0 || spr & SPR_LINE_BEHIND == 0) { 0x10 | (spr & 0x0f) } else { bg };
         let grey = 0x3f & !((mask & MASK_GREY) * 0x0f);
-        self.pixels[self.scanline as usize * WIDTH + x as usize] =
-            self.palette[index as usize] & grey;
+        self.pixels[self.scanline as usize * WIDTH + x as usize] = self.palette[index as usize] & grey;
     }
 
     /// The 8 pixels `x0 ..= x0+7` of a tile (`x0` a multiple of 8), from the shifters as they
@@ -674,9 +669,8 @@ impl Ppu {
         while i > 0 {
             i -= 1;
             let attr = self.spr_attr[i];
-            let tag = ((attr & 3) << 2)
-                | (attr & SPR_LINE_BEHIND)
-                | if i == 0 && self.spr_zero { SPR_LINE_ZERO } else { 0 };
+            let tag =
+                ((attr & 3) << 2) | (attr & SPR_LINE_BEHIND) | if i == 0 && self.spr_zero { SPR_LINE_ZERO } else { 0 };
             let x0 = self.spr_x[i] as usize;
             let mut px = 0;
             while px < 8 && x0 + px < WIDTH {

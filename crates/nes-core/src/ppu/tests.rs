@@ -171,9 +171,7 @@ fn writes_to_2000_2001_2005_2006_are_ignored_until_the_first_pre_render_line() {
 #[test]
 fn palette_3f10_mirrors_3f00_and_so_do_14_18_1c() {
     let (mut ppu, mut cart) = warm();
-    for (mirror, base) in
-        [(0x3f10u16, 0x3f00u16), (0x3f14, 0x3f04), (0x3f18, 0x3f08), (0x3f1c, 0x3f0c)]
-    {
+    for (mirror, base) in [(0x3f10u16, 0x3f00u16), (0x3f14, 0x3f04), (0x3f18, 0x3f08), (0x3f1c, 0x3f0c)] {
         write_vram(&mut ppu, &mut cart, mirror, &[0x21]);
         set_addr(&mut ppu, &mut cart, base);
         assert_eq!(ppu.cpu_read(0x2007, &mut cart) & 0x3f, 0x21);
@@ -389,11 +387,7 @@ fn overflow_and_sprite_0_hit_are_cleared_on_the_pre_render_line() {
     render_frame(&mut ppu, &mut cart, 0x1e);
     assert_eq!(ppu.status & (STATUS_OVERFLOW | STATUS_SPRITE0), STATUS_OVERFLOW | STATUS_SPRITE0);
     ppu.cpu_read(0x2002, &mut cart);
-    assert_eq!(
-        ppu.status & (STATUS_OVERFLOW | STATUS_SPRITE0),
-        STATUS_OVERFLOW | STATUS_SPRITE0,
-        "reading keeps them"
-    );
+    assert_eq!(ppu.status & (STATUS_OVERFLOW | STATUS_SPRITE0), STATUS_OVERFLOW | STATUS_SPRITE0, "reading keeps them");
     run_to(&mut ppu, &mut cart, 261, 1);
     assert_eq!(ppu.status & 0xe0, 0);
 }

@@ -27,16 +27,7 @@ pub fn tiny_rom(mapper: u8, prg_16k: u8, chr_8k: u8) -> Vec<u8> {
     let mut bank = vec![0xeau8; 0x4000];
     bank[0x2000..0x2000 + code.len()].copy_from_slice(code);
     bank[0x3ffa..].copy_from_slice(&[0x2c, 0xe0, 0x00, 0xe0, 0x2f, 0xe0]);
-    let mut rom = vec![
-        b'N',
-        b'E',
-        b'S',
-        0x1a,
-        prg_16k,
-        chr_8k,
-        (mapper & 0x0f) << 4 | 1,
-        mapper & 0xf0,
-    ];
+    let mut rom = vec![b'N', b'E', b'S', 0x1a, prg_16k, chr_8k, (mapper & 0x0f) << 4 | 1, mapper & 0xf0];
     rom.resize(16, 0);
     for _ in 0..prg_16k {
         rom.extend_from_slice(&bank);
@@ -48,15 +39,7 @@ pub fn tiny_rom(mapper: u8, prg_16k: u8, chr_8k: u8) -> Vec<u8> {
 }
 
 /// Every supported board, as (mapper, PRG 16 KiB banks, CHR 8 KiB banks).
-pub const BOARDS: &[(u8, u8, u8)] = &[
-    (0, 2, 1),
-    (1, 4, 2),
-    (2, 4, 0),
-    (3, 2, 4),
-    (4, 4, 4),
-    (7, 4, 0),
-    (66, 4, 4),
-];
+pub const BOARDS: &[(u8, u8, u8)] = &[(0, 2, 1), (1, 4, 2), (2, 4, 0), (3, 2, 4), (4, 4, 4), (7, 4, 0), (66, 4, 4)];
 
 /// Reads a game ROM from `$NESLE_ROM_DIR` or the nesle cache, or fails saying how to get it.
 pub fn game_rom(file: &str) -> Vec<u8> {

@@ -142,7 +142,15 @@ fn parse_args() -> Result<Args, String> {
                 }
             }
             "-h" | "--help" => {
-                println!("{}", include_str!("nesle-bench-gpu.rs").lines().take_while(|l| l.starts_with("//!")).map(|l| l.trim_start_matches("//!")).collect::<Vec<_>>().join("\n"));
+                println!(
+                    "{}",
+                    include_str!("nesle-bench-gpu.rs")
+                        .lines()
+                        .take_while(|l| l.starts_with("//!"))
+                        .map(|l| l.trim_start_matches("//!"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument {other} (see --help)")),
@@ -155,9 +163,9 @@ fn smb_path(a: &Args) -> PathBuf {
     if let Some(p) = &a.rom {
         return p.clone();
     }
-    let dir = std::env::var("NESLE_ROM_DIR").map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms")
-    });
+    let dir = std::env::var("NESLE_ROM_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms"));
     dir.join("super-mario-bros.nes")
 }
 
@@ -236,7 +244,8 @@ fn bench(a: &Args) -> Result<(), String> {
             let mut actions = vec![RIGHT; n];
             // B+pixels: the 84x84 grayscale observation of every env, made on the device each
             // step; or with --rgb the full RGB one.
-            let mut gray = if a.pixels && !a.rgb { Some(batch.alloc(n * GRAY_PIXELS).map_err(|e| e.to_string())?) } else { None };
+            let mut gray =
+                if a.pixels && !a.rgb { Some(batch.alloc(n * GRAY_PIXELS).map_err(|e| e.to_string())?) } else { None };
             let mut rgb = if a.rgb { Some(batch.alloc(n * RGB_BYTES).map_err(|e| e.to_string())?) } else { None };
             // Returns the wall time, the rate of every CHUNK steps, the time spent regrouping by
             // phase and the time of the 84x84 pass.
@@ -305,8 +314,10 @@ fn bench(a: &Args) -> Result<(), String> {
             // Steps (warm-up included) whose device sort ran or was skipped (SortPolicy).
             let sorts = batch.sort_policy();
             let regrouped = if regroup > 0 && a.regroup_by_phase {
-                format!("  (regrouped by phase every {regroup} steps: {regroup_s:.3} s of it; without: {:.0} env-steps/s)",
-                    (n * a.steps) as f64 / (wall - regroup_s))
+                format!(
+                    "  (regrouped by phase every {regroup} steps: {regroup_s:.3} s of it; without: {:.0} env-steps/s)",
+                    (n * a.steps) as f64 / (wall - regroup_s)
+                )
             } else if sorts.skipped > 0 {
                 format!("  (sorts: {} steps sorted, {} skipped)", sorts.sorted, sorts.skipped)
             } else {
@@ -326,8 +337,15 @@ fn bench(a: &Args) -> Result<(), String> {
                     "  ({gray_note}; last step: {k} envs redrawn, {waits} envs waited for by the drawing; drawn steps: {by_lines} line by line, {while_running} while running)"
                 ),
             };
-            println!("{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}{regrouped}{grayed}", p, n, a.pixels, rate, wall,
-                if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() });
+            println!(
+                "{:>9} {:>9} {:>7} {:>16.0} {:>10.3}{}{regrouped}{grayed}",
+                p,
+                n,
+                a.pixels,
+                rate,
+                wall,
+                if faults > 0 { format!("  ({faults} envs halted by JAM)") } else { String::new() }
+            );
             // The launch the protocol's steps took, and the memory an env, from the driver.
             let rep = batch.report().map_err(|e| e.to_string())?;
             let st = &rep.step;
@@ -413,8 +431,7 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
     let shuffle_every = a.regroup.unwrap_or(0);
     let every = if a.regroup.is_some() { 0 } else { REGROUP_EVERY };
     let config = batch_config(a, every);
-    let mut batch = Batch::with_state(image.clone(), n, config, &start)
-        .map_err(|e| e.to_string())?;
+    let mut batch = Batch::with_state(image.clone(), n, config, &start).map_err(|e| e.to_string())?;
     let mut cores: Vec<Console> = (0..n).map(|_| Console::new(rom).unwrap()).collect();
     for c in &mut cores {
         c.set_render(a.pixels);
@@ -435,7 +452,11 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
             .map(|r| {
                 if step < a.press_start {
                     // Start pressed at random (p = 0.3), as the Python GPU tests drive the boot.
-                    if r.next() % 10 < 3 { START } else { 0 }
+                    if r.next() % 10 < 3 {
+                        START
+                    } else {
+                        0
+                    }
                 } else if smb && a.press_start == 0 && (10..12).contains(&step) {
                     START
                 } else if smb {
@@ -488,14 +509,21 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
             }
         }
     }
-    let what = if a.rgb { " (and pictures, and RGB)" } else if a.pixels { " (and pictures)" } else { "" };
+    let what = if a.rgb {
+        " (and pictures, and RGB)"
+    } else if a.pixels {
+        " (and pictures)"
+    } else {
+        ""
+    };
     Ok(format!("{label}: {n} envs x {} steps x {} frames identical{what}", a.parity_steps, a.frameskip))
 }
 
 fn parity(a: &Args, n: usize) -> Result<(), String> {
     let mut roms: Vec<(String, Vec<u8>, bool)> = Vec::new();
     if let Some(dir) = &a.test_roms {
-        let manifest = std::fs::read_to_string(dir.join("MANIFEST.tsv")).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let manifest =
+            std::fs::read_to_string(dir.join("MANIFEST.tsv")).map_err(|e| format!("{}: {e}", dir.display()))?;
         for line in manifest.lines().skip(1).filter(|l| l.contains("\tiNES\t") || l.contains("\tNES2.0\t")) {
             let path = line.split('\t').next().unwrap_or_default();
             let bytes = std::fs::read(dir.join(path)).map_err(|e| format!("{path}: {e}"))?;

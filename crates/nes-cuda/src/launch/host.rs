@@ -39,7 +39,13 @@ extern "C" {
         tables: *const GrayTables,
         gray: *mut u8,
     ) -> u32;
-    fn nesle_host_gray84_redrawn(pixels: *const u8, logs: *const u8, tables: *const GrayTables, gray: *mut u8, n_envs: u32);
+    fn nesle_host_gray84_redrawn(
+        pixels: *const u8,
+        logs: *const u8,
+        tables: *const GrayTables,
+        gray: *mut u8,
+        n_envs: u32,
+    );
     fn nesle_host_code_words(prg: *const u8, len: u32, out: *mut u32);
     fn nesle_host_state_size() -> u32;
     #[cfg(test)]
@@ -47,9 +53,24 @@ extern "C" {
     fn nesle_host_gray84(pixels: *const u8, tables: *const GrayTables, out: *mut u8, n_envs: u32);
     fn nesle_host_rgb(pixels: *const u8, table: *const RgbTable, out: *mut u8, quads: u64);
     fn nesle_host_cpu_step(state: *mut FlatState, prg: *const u8, code: *const u32, chr: *const u8);
-    fn nesle_host_ppu_run(state: *mut FlatState, prg: *const u8, code: *const u32, chr: *const u8, dots: u32, one_by_one: u32, pixels: *mut u8);
+    fn nesle_host_ppu_run(
+        state: *mut FlatState,
+        prg: *const u8,
+        code: *const u32,
+        chr: *const u8,
+        dots: u32,
+        one_by_one: u32,
+        pixels: *mut u8,
+    );
     fn nesle_host_status_bound(state: *const FlatState, prg: *const u8, code: *const u32, chr: *const u8) -> u32;
-    fn nesle_host_replay_check(state: *mut FlatState, prg: *const u8, code: *const u32, chr: *const u8, reference: *mut u8, replayed: *mut u8) -> i32;
+    fn nesle_host_replay_check(
+        state: *mut FlatState,
+        prg: *const u8,
+        code: *const u32,
+        chr: *const u8,
+        reference: *mut u8,
+        replayed: *mut u8,
+    ) -> i32;
     #[cfg(test)]
     fn nesle_host_lines_vert_check() -> u32;
     #[cfg(test)]
@@ -227,10 +248,7 @@ fn host_step_packed(
 /// Runs the host build of the grayscale picture (kernels/picture.cuh) over whole pictures.
 pub(crate) fn host_gray84(pixels: &[u8], tables: &GrayTables, out: &mut [u8]) {
     let n = pixels.len() / PIXELS_PER_ENV;
-    assert!(
-        pixels.len() == n * PIXELS_PER_ENV && out.len() == n * GRAY_PIXELS,
-        "checked by the caller"
-    );
+    assert!(pixels.len() == n * PIXELS_PER_ENV && out.len() == n * GRAY_PIXELS, "checked by the caller");
     // SAFETY: GrayTables is #[repr(C)] with the C struct's layout (sizes asserted on both
     // sides); `pixels` holds n pictures of 256x240 bytes and `out` n of 84x84 (asserted above),
     // the only ranges the C++ code touches; it keeps no pointer.
@@ -272,7 +290,13 @@ pub(crate) fn host_cpu_step(state: &mut FlatState, rom: &RomImage) {
 
 /// `dots` PPU dots of one console through the host build's catch-up (`ppu_run`) or, with
 /// `one_by_one`, dot by dot (`ppu_tick`).
-pub(crate) fn host_ppu_run(state: &mut FlatState, rom: &RomImage, dots: u32, one_by_one: bool, pixels: Option<&mut [u8]>) {
+pub(crate) fn host_ppu_run(
+    state: &mut FlatState,
+    rom: &RomImage,
+    dots: u32,
+    one_by_one: bool,
+    pixels: Option<&mut [u8]>,
+) {
     let chr = host_chr(rom);
     let px = match pixels {
         Some(p) => {
@@ -299,7 +323,9 @@ pub(crate) fn host_order(ran: &[u32], tile: usize) -> Vec<u32> {
     // SAFETY: `ran` and `order` hold n entries and `pairs` padded ones, as nesle_host_order
     // reads and writes them (tiles of a power of two divide `padded` or hold all of it); it
     // keeps no pointer.
-    unsafe { nesle_host_order(ran.as_ptr(), pairs.as_mut_ptr(), order.as_mut_ptr(), n as u32, padded as u32, tile as u32) };
+    unsafe {
+        nesle_host_order(ran.as_ptr(), pairs.as_mut_ptr(), order.as_mut_ptr(), n as u32, padded as u32, tile as u32)
+    };
     order
 }
 
@@ -314,12 +340,26 @@ pub(crate) fn host_lines_vert_check() -> u32 {
 /// One frame of `state` drawn as the step kernel draws it and drawn by replaying its logged PPU
 /// accesses (kernels/replay.cuh); `state` goes on by the frame. Returns the events logged, or
 /// -1 (log overflow), -2 (the logged run ended elsewhere than the drawn one).
-pub(crate) fn host_replay_check(state: &mut FlatState, rom: &RomImage, reference: &mut [u8], replayed: &mut [u8]) -> i32 {
+pub(crate) fn host_replay_check(
+    state: &mut FlatState,
+    rom: &RomImage,
+    reference: &mut [u8],
+    replayed: &mut [u8],
+) -> i32 {
     assert!(reference.len() == crate::PIXELS_PER_ENV && replayed.len() == crate::PIXELS_PER_ENV);
     let chr = host_chr(rom);
     // SAFETY: one unpacked state of this ROM (the caller's), two 256x240 pictures; the C++ code
     // keeps no pointer.
-    unsafe { nesle_host_replay_check(state, rom.prg.as_ptr(), rom.code().as_ptr(), chr, reference.as_mut_ptr(), replayed.as_mut_ptr()) }
+    unsafe {
+        nesle_host_replay_check(
+            state,
+            rom.prg.as_ptr(),
+            rom.code().as_ptr(),
+            chr,
+            reference.as_mut_ptr(),
+            replayed.as_mut_ptr(),
+        )
+    }
 }
 
 /// The host build's `ppu_dots_to_status_change` for one console.

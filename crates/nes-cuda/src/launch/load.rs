@@ -28,18 +28,11 @@ include!("../nvrtc_defines.rs");
 /// found at run time (libnvrtc on the library path) for this GPU's architecture, plus the
 /// options in `NESLE_KERNEL_OPTIONS` (whitespace-separated, e.g. `-DX=1 --maxrregcount=128`),
 /// so kernel edits can be tried on a GPU machine without rebuilding the crate.
-fn compile_source(
-    ctx: &Arc<CudaContext>,
-    dir: &str,
-) -> Result<Arc<cudarc::driver::CudaModule>, Error> {
+fn compile_source(ctx: &Arc<CudaContext>, dir: &str) -> Result<Arc<cudarc::driver::CudaModule>, Error> {
     let (major, minor) = ctx.compute_capability().map_err(cuda)?;
     let path = std::path::Path::new(dir).join("nesle.cu");
-    let src = std::fs::read_to_string(&path).map_err(|e| {
-        Error::BadArgument(format!(
-            "NESLE_KERNEL_SOURCE: cannot read {}: {e}",
-            path.display()
-        ))
-    })?;
+    let src = std::fs::read_to_string(&path)
+        .map_err(|e| Error::BadArgument(format!("NESLE_KERNEL_SOURCE: cannot read {}: {e}", path.display())))?;
     check_entry_points(dir)?;
     // The tree's state layout must be the library's too (its `generated/` headers could be
     // stale): appended, this fails the compile with the two sizes instead of corrupting states.
@@ -51,7 +44,8 @@ fn compile_source(
     // SAFETY: only tries to dlopen libnvrtc; cudarc would panic on first use without it.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Err(Error::NoDevice(
-            "NESLE_KERNEL_SOURCE needs NVRTC: put the directory of libnvrtc.so (and its builtins) on LD_LIBRARY_PATH".into(),
+            "NESLE_KERNEL_SOURCE needs NVRTC: put the directory of libnvrtc.so (and its builtins) on LD_LIBRARY_PATH"
+                .into(),
         ));
     }
     let mut options = vec![
@@ -59,24 +53,15 @@ fn compile_source(
         format!("-D{NVRTC_OFFSETOF}"),
         format!("--gpu-architecture=compute_{major}{minor}"),
     ];
-    options.extend(
-        std::env::var("NESLE_KERNEL_OPTIONS")
-            .unwrap_or_default()
-            .split_whitespace()
-            .map(String::from),
-    );
+    options.extend(std::env::var("NESLE_KERNEL_OPTIONS").unwrap_or_default().split_whitespace().map(String::from));
     let opts = cudarc::nvrtc::CompileOptions {
         include_paths: vec![dir.to_string()],
         options,
         name: Some("nesle.cu".into()),
         ..Default::default()
     };
-    let ptx = cudarc::nvrtc::compile_ptx_with_opts(src, opts).map_err(|e| {
-        Error::Cuda(format!(
-            "NESLE_KERNEL_SOURCE: NVRTC failed on {}: {e:?}",
-            path.display()
-        ))
-    })?;
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(src, opts)
+        .map_err(|e| Error::Cuda(format!("NESLE_KERNEL_SOURCE: NVRTC failed on {}: {e:?}", path.display())))?;
     ctx.load_module(ptx).map_err(cuda)
 }
 
@@ -89,9 +74,8 @@ pub(crate) fn built_entry_points() -> Vec<String> {
 /// Refuses a `NESLE_KERNEL_SOURCE` tree whose entry points take other parameters than the
 /// launches pass: its kernels would load and run on misplaced arguments, without an error.
 fn check_entry_points(dir: &str) -> Result<(), Error> {
-    let theirs = crate::entry_points::of_dir(std::path::Path::new(dir)).map_err(|e| {
-        Error::BadArgument(format!("NESLE_KERNEL_SOURCE: cannot read {dir}: {e}"))
-    })?;
+    let theirs = crate::entry_points::of_dir(std::path::Path::new(dir))
+        .map_err(|e| Error::BadArgument(format!("NESLE_KERNEL_SOURCE: cannot read {dir}: {e}")))?;
     let ours = built_entry_points();
     if theirs == ours {
         return Ok(());
@@ -148,9 +132,7 @@ pub(super) fn load_kernels(ctx: &Arc<CudaContext>) -> Result<(Arc<cudarc::driver
         let im = &all[i];
         let code = match im.kind {
             // The driver wants PTX as NUL-terminated text; from_src adds the NUL.
-            images::Kind::Ptx(_) => {
-                cudarc::nvrtc::Ptx::from_src(String::from_utf8_lossy(im.bytes).into_owned())
-            }
+            images::Kind::Ptx(_) => cudarc::nvrtc::Ptx::from_src(String::from_utf8_lossy(im.bytes).into_owned()),
             _ => cudarc::nvrtc::Ptx::from_binary(im.bytes.to_vec()),
         };
         match ctx.load_module(code) {
@@ -190,8 +172,11 @@ mod tests {
         std::fs::write(&cu, text.replace(sig, "nesle_gather_ram(const u8* s, u32 stride, u8* out, u32 n)")).unwrap();
         assert!(check_entry_points(d).is_ok());
         // One added: refused, naming the kernel both ways.
-        std::fs::write(&cu, text.replace(sig, "nesle_gather_ram(const u8* states, u32 stride, u8* out, u32 n_envs, u32 x)"))
-            .unwrap();
+        std::fs::write(
+            &cu,
+            text.replace(sig, "nesle_gather_ram(const u8* states, u32 stride, u8* out, u32 n_envs, u32 x)"),
+        )
+        .unwrap();
         let err = check_entry_points(d).unwrap_err().to_string();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(err.contains("nesle_gather_ram(const u8*, u32, u8*, u32, u32)"), "{err}");
