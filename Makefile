@@ -1,7 +1,7 @@
 # The two entry points of the README. Each installs what it needs first.
 PYTHON ?= python3
 
-.PHONY: run test test-setup test-rust test-python test-wheel install
+.PHONY: run test test-setup test-lint test-rust test-python test-wheel install
 
 # The main job: install nesle (with torch) and train PPO on Super Mario Bros. on the best backend
 # available (80M steps on CUDA: 7 minutes on an H100; 1.5M on the CPU: 14-17 minutes on 2
@@ -20,9 +20,9 @@ install:
 	$(PYTHON) -m pip install -q -e ".[torch]"
 
 # The whole test suite: set-up (CUDA compilers first, as for `install`, then the Python package
-# and every game's ROM: the Rust tests use Zelda's and Contra's too), Rust (unit, test ROMs,
-# games, kernel parity on the CPU, no_std build), then Python.
-test: test-setup test-rust test-python test-wheel
+# and every game's ROM: the Rust tests use Zelda's and Contra's too), the Rust code's format and
+# lints, Rust (unit, test ROMs, games, kernel parity on the CPU, no_std build), then Python.
+test: test-setup test-lint test-rust test-python test-wheel
 
 test-setup:
 	$(PYTHON) -m pip install -q --upgrade pip maturin
@@ -35,6 +35,13 @@ test-setup:
 # a kernel that fails to compile into a failed build.
 NVCC_WHEELS = nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96 \
 	nvidia-cuda-nvrtc-cu12==12.9.86
+
+# rustfmt.toml sets the format; clippy and rustdoc warnings fail the build. The kernels are left
+# out of these builds (the test build below compiles them).
+test-lint:
+	cargo fmt --all -- --check
+	NESLE_NVCC=none NESLE_NVRTC=none cargo clippy --workspace --all-targets -- -D warnings
+	NESLE_NVCC=none NESLE_NVRTC=none RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
 test-rust:
 	cargo build -p nes-core --no-default-features

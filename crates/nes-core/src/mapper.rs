@@ -7,7 +7,7 @@
 //!
 //! Adding a mapper:
 //! 1. add `mapper/mNNN_name.rs` with `power_on`, `write`, `update` (and `reset` if it has one);
-//!    `update` sets PRG banks only through [`set_prg_8k`], which keeps `Cart::prg_window` (the
+//!    `update` sets PRG banks only through `set_prg_8k`, which keeps `Cart::prg_window` (the
 //!    copy CPU reads come from) in step with `prg_map`;
 //! 2. add a variant to `MapperKind` and its row to `from_number` and to each `match` here;
 //! 3. if it needs state beyond `Cart::regs`/`latch`/IRQ fields, add fields to `Cart` and to its

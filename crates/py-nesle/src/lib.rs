@@ -1,7 +1,7 @@
 //! `nesle._native`: the Python bindings of nesle, and nothing else.
 //!
 //! This crate only translates: NumPy arrays and `bytes` in, NumPy arrays and `bytes` out, Rust
-//! errors to Python exceptions (all in [`error`]). Emulation lives in `nes-core`; environments,
+//! errors to Python exceptions (all in the `error` module). Emulation lives in `nes-core`; environments,
 //! rewards and ROM files live in the pure-Python package `python/nesle`. The module is private
 //! (`nesle._native`); its contract is the stub `python/nesle/_native.pyi`, which
 //! `tests/python/test_native_stub.py` checks against the built module.
@@ -21,8 +21,8 @@ use nes_cuda::picture::{GRAY_PIXELS, GRAY_SIZE};
 use numpy::PyArrayMethods;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use rayon::prelude::*;
 use pyo3::types::PyDict;
+use rayon::prelude::*;
 
 /// The NES picture: 256 x 240 pixels, one palette index (0..63) each.
 pub const WIDTH: usize = 256;
@@ -61,11 +61,7 @@ fn rom_info<'py>(py: Python<'py>, rom: &[u8]) -> PyResult<Bound<'py, PyDict>> {
 /// The NTSC palette nes-core renders with, as a (64, 3) uint8 array of RGB.
 #[pyfunction]
 fn palette<'py>(py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray2<u8>>> {
-    let flat: Vec<u8> = nes_core::palette::NTSC_RGB
-        .iter()
-        .flatten()
-        .copied()
-        .collect();
+    let flat: Vec<u8> = nes_core::palette::NTSC_RGB.iter().flatten().copied().collect();
     batch::to_numpy(py, flat, [64, 3])
 }
 
