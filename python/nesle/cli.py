@@ -247,8 +247,8 @@ def _record_agent(args: argparse.Namespace) -> int:
         return 2
     size = args.out.stat().st_size
     what = "greedy" if args.greedy else f"sampled, seed {args.seed}"
-    line = f"episode: return {r.get('episode_return', float('nan')):.1f}, "
-    line += f"{r.get('episode_length', 0):.0f} steps" if r["episodes"] else "not ended"
+    line = f"episode: return {r['episode_return']:.1f}, {r['episode_length']:.0f} steps"
+    line += ", not ended" if r["unfinished"] else ""
     print(f"{line} ({what}; agent {args.agent})")
     print(f"wrote:   {args.out} ({size / 1024:,.0f} KiB)")
     return 0
@@ -466,7 +466,8 @@ def parser() -> argparse.ArgumentParser:
     train.add_argument("--save-every", type=int, default=50,
                        help="updates between saves of agent.pt (default 50; 0: at the end only)")
     train.add_argument("--resume", type=Path, help="an agent.pt to start from (its weights and "
-                       "optimizer state; the same --obs, --actions and network)")  # fmt: skip
+                       "optimizer state; the same --obs, --actions and network). The learning "
+                       "rate's schedule and the reward's statistics start afresh")  # fmt: skip
     train.add_argument("--log-info", default="x_pos,flag_get,number_of_lines",
                        help="final-info entries to print per update, where the game has them "
                             "(default x_pos,flag_get,number_of_lines)")

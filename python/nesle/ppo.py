@@ -17,7 +17,8 @@ action ``a_t`` gives ``r_t`` and ``done_t`` (the episode ended during the step);
 in the same step (``AutoresetMode.SAME_STEP``), so ``s_{t+1}`` is then the next episode's first
 observation and the return is cut there: ``delta_t = r_t + gamma V(s_{t+1}) (1 - done_t) -
 V(s_t)``. An episode cut by ``max_episode_steps`` (truncated, not terminated) is bootstrapped
-instead from its last observation (``infos["final_obs"]``): ``r_t += gamma V(final_obs)``.
+instead from its last observation (``infos["final_obs"]``): ``r_t += gamma V(final_obs)``, added
+after the reward's scaling (``norm_reward``), since V is learned in the scaled reward's units.
 
 The trainer knows no game: the reward is the env's (``reward=``, e.g. SMB's ``"shaped"``), and
 the log reports, for the episodes that ended, their return, length and the mean of every numeric
@@ -86,7 +87,8 @@ class Args:
     start_states: Any = None
     """The env's ``start_states=`` option (SMB: e.g. ``"1-1"``; None: the game's default)."""
     max_episode_steps: int | None = None
-    """Truncate episodes after this many steps (bootstrapped, not counted as an end)."""
+    """Truncate episodes after this many steps. A truncated episode counts as ended in the log,
+    but its value target is bootstrapped from its last observation instead of cut there."""
     total_steps: int | None = None
     """Env steps to train for (summed over envs); rounded up to whole rollouts. None: 80M on
     CUDA (with RAM observations 7 minutes on an H100, after which Mario's lives end in World 1-2
@@ -129,7 +131,9 @@ class Args:
     hidden: int = 256
     """Width of the MLP's two hidden layers (``ram``); the CNN's is 512."""
     seed: int = 0
-    """Seeds torch and the env: the same seed, backend and settings give the same run."""
+    """Seeds torch and the env: the same seed, backend and settings give the same run on the same
+    machine. On the CPU that includes torch's thread count (``torch.set_num_threads``,
+    ``OMP_NUM_THREADS``), which sets how its sums are split, and so their last bits."""
     torch_deterministic: bool = True
     """``torch.backends.cudnn.deterministic``."""
     tf32: bool = True
@@ -187,9 +191,19 @@ def check(args: Args) -> None:
 
     for name in ("num_minibatches", "update_epochs", "hidden"):
         whole(name, 1)
+    for name in ("anneal_lr", "norm_adv", "clip_vloss", "norm_reward", "torch_deterministic",
+                 "tf32"):  # fmt: skip
+        if not isinstance(getattr(args, name), (bool, np.bool_)):  # "no" would be true
+            raise ValueError(f"{name} must be True or False, got {getattr(args, name)!r}")
+    for name in ("out", "resume"):
+        value = getattr(args, name)  # "" would be the current folder
+        if value is not None and not (isinstance(value, (str, os.PathLike)) and os.fspath(value)):
+            raise ValueError(f"{name} must be a path or None, got {value!r}")
+    whole("frameskip", 1)
+    whole("device", 0)
     whole("save_every", 0)
     whole("seed", 0)
-    for name in ("total_steps", "num_envs", "frame_stack", "num_steps"):
+    for name in ("total_steps", "num_envs", "frame_stack", "num_steps", "max_episode_steps"):
         whole(name, 1, optional=True)
     for name in ("gamma", "gae_lambda"):
         real(name, lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
@@ -313,21 +327,27 @@ def save(
     state (for ``Args.resume``) when given."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(
-        {
-            "format": "nesle-ppo-1",
-            "obs_shape": [int(d) for d in agent.obs_shape],
-            "num_actions": int(agent.num_actions),  # gymnasium's Discrete.n is a NumPy int
-            "network": agent.network,
-            "hidden": agent.hidden,
-            # JSON's types only, so that loading needs no pickled objects (a reward callable
-            # is kept by its name).
-            "args": _plain(dataclasses.asdict(args)) if args is not None else None,
-            "state_dict": agent.state_dict(),
-            "optimizer": optimizer.state_dict() if optimizer is not None else None,
-        },
-        path,
-    )
+    # Written beside and then renamed: a save cut short (Ctrl-C, a full disk) leaves the last
+    # whole agent in place.
+    part = path.with_name(path.name + ".part")
+    blob = {
+        "format": "nesle-ppo-1",
+        "obs_shape": [int(d) for d in agent.obs_shape],
+        "num_actions": int(agent.num_actions),  # gymnasium's Discrete.n is a NumPy int
+        "network": agent.network,
+        "hidden": agent.hidden,
+        # JSON's types only, so that loading needs no pickled objects (a reward callable
+        # is kept by its name).
+        "args": _plain(dataclasses.asdict(args)) if args is not None else None,
+        "state_dict": agent.state_dict(),
+        "optimizer": optimizer.state_dict() if optimizer is not None else None,
+    }
+    try:
+        torch.save(blob, part)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    os.replace(part, path)
     return path
 
 
@@ -342,7 +362,12 @@ def args_of(agent: Agent) -> Args:
                 f"this agent's run set {k}={v[UNSAVED]}, which cannot be saved: build its "
                 f"Args yourself, with that {k}"
             )
-    return Args(**{k: v for k, v in agent.args.items() if k in known})
+    try:
+        args = Args(**{k: v for k, v in agent.args.items() if k in known})
+        check(args)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"this agent's saved args cannot run: {e}") from None
+    return args
 
 
 def _plain(value: dict[str, Any]) -> dict[str, Any]:
@@ -355,10 +380,12 @@ UNSAVED = "nesle-unsaved"
 
 
 def _unsaved(value: Any) -> Any:
-    """What JSON cannot hold as it is: a NumPy number as its Python number; anything else (a
-    reward callable) by its name, marked so that :func:`args_of` refuses it."""
+    """What JSON cannot hold as it is: a NumPy number as its Python number, a path as its string;
+    anything else (a reward callable) by its name, marked so that :func:`args_of` refuses it."""
     if isinstance(value, np.generic):
         return value.item()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
     return {UNSAVED: repr(value)}
 
 
@@ -389,10 +416,14 @@ def load(path: str | Path, device: str | torch.device = "cpu") -> Agent:
         shape, actions = tuple(blob["obs_shape"]), blob["num_actions"]
         agent = Agent(shape, actions, blob["network"], blob["hidden"])
         agent.load_state_dict(blob["state_dict"])
-        agent.args = blob["args"]
+        agent.args, agent.optimizer_state = blob["args"], blob.get("optimizer")
+        if not (agent.args is None or isinstance(agent.args, dict)):
+            raise TypeError(f"its args are a {type(agent.args).__name__}, not a dict")
+        adam = agent.optimizer_state
+        if not (adam is None or (isinstance(adam, dict) and {"state", "param_groups"} <= set(adam))):
+            raise TypeError("its optimizer state is not torch's (state and param_groups)")
     except (KeyError, TypeError, ValueError, RuntimeError) as e:  # parts missing or not its own
         raise ValueError(f"{path} is not a whole nesle PPO agent ({type(e).__name__}: {e})") from e
-    agent.optimizer_state = blob.get("optimizer")
     return agent.to(device).eval()
 
 
@@ -612,6 +643,7 @@ def evaluate(
         stats = EpisodeStats(num_envs, device)
         finished = torch.zeros(num_envs, dtype=torch.bool, device=device)
         obs = _as_tensor(env.reset(seed=seed)[0], device)
+        _check_finite(agent, obs)
         for _ in range(max_steps):
             obs, reward, done, info = _agent_step(env, agent, obs, greedy, generator)
             stats.record(reward, done & ~finished, info)
@@ -632,7 +664,8 @@ def record(
 ) -> dict[str, float]:  # fmt: skip
     """One episode of ``agent`` (the settings of ``args``, resolved) written to ``out`` as a
     GIF, animated PNG or MP4 (:func:`nesle.record.open_writer`): the screen after every step,
-    shown for the step's frames. Returns :func:`evaluate`'s numbers for that episode."""
+    shown for the step's frames. Returns :func:`evaluate`'s numbers for that episode; one cut
+    short by ``max_steps`` (``unfinished`` 1) has its return and length so far."""
     from nesle import record as rec
 
     rec.check_out(out, rec.FORMATS)
@@ -646,6 +679,7 @@ def record(
         generator = torch.Generator(device).manual_seed(seed)
         stats = EpisodeStats(1, device)
         obs = _as_tensor(env.reset(seed=seed)[0], device)
+        _check_finite(agent, obs)
         writer = rec.open_writer(out, args.frameskip)
         writer.add(env.screens()[0], args.frameskip)
         done = torch.zeros(1, dtype=torch.bool, device=device)
@@ -657,6 +691,9 @@ def record(
                 break
         result = stats.take()
         result["unfinished"] = int(not bool(done[0]))
+        if result["unfinished"]:  # the episode so far
+            result["episode_return"] = float(stats.ret[0])
+            result["episode_length"] = int(stats.len[0])
         return result
     finally:
         if writer is not None:
@@ -667,6 +704,17 @@ def record(
 def _check_episode_args(max_steps: Any, seed: Any) -> None:
     _check_whole("max_steps", max_steps, 1)
     nesle.vector._check_seed(seed)  # the env's own words, before the env is made
+
+
+def _check_finite(agent: Agent, obs: torch.Tensor) -> None:
+    """``ValueError`` unless the agent's policy is finite on ``obs`` (an agent saved by a run
+    that diverged is not; its actions could not be drawn)."""
+    with torch.no_grad():
+        logits = agent.actor(agent.features(obs))
+    if not bool(torch.isfinite(logits).all()):
+        raise ValueError(
+            "this agent's policy is not finite on the env's first observation: its run diverged"
+        )
 
 
 def _check_fits(agent: Agent, env: Any) -> None:
@@ -729,7 +777,13 @@ def _resume(agent: Agent, optimizer: torch.optim.Optimizer, path: str) -> None:
         )
     agent.load_state_dict(prior.state_dict())
     if prior.optimizer_state is not None:
-        optimizer.load_state_dict(prior.optimizer_state)
+        try:
+            optimizer.load_state_dict(prior.optimizer_state)
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise ValueError(
+                f"cannot resume from {path}: its optimizer state is not Adam's for this network "
+                f"({type(e).__name__}: {e})"
+            ) from None
 
 
 def _sample_bytes(agent: Agent) -> int:
@@ -779,6 +833,13 @@ def _check_gpu_memory(args: Args, agent: Agent, device: torch.device) -> None:
         )
 
 
+def _diverged(args: Args, update: int, saved: str) -> str:
+    return (
+        f"the run diverged in update {update}: the policy's outputs are not finite{saved}; lower "
+        f"learning_rate ({args.learning_rate}) or the reward's scale"
+    )
+
+
 def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] | None) -> Result:
     first_obs = envs.reset(seed=args.seed)[0]
     # The CUDA backend's step speaks torch on its GPU, the CPU backend's NumPy: the run goes
@@ -788,7 +849,14 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
     n, t_max = envs.num_envs, args.num_steps
     assert t_max is not None  # resolved
     obs_shape = envs.single_observation_space.shape
-    agent = Agent(obs_shape, envs.single_action_space.n, NETWORKS[args.obs], args.hidden).to(device)
+    try:
+        agent = Agent(obs_shape, envs.single_action_space.n, NETWORKS[args.obs], args.hidden).to(device)
+    except RuntimeError as e:  # the host's allocator, or the GPU's
+        if "allocate" not in str(e):
+            raise
+        raise MemoryError(
+            f"the agent's network (hidden {args.hidden}) does not fit in memory"
+        ) from None
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     if args.resume is not None:
         _resume(agent, optimizer, args.resume)
@@ -854,12 +922,14 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
                 done = terminated | truncated
                 stats.record(reward, done, info)
                 reward_sum += reward.sum()
-                # On the device every step pays (no read to learn whether any was truncated).
+                scaled = scaler(reward, done) if scaler is not None else reward.float()
+                # The bootstrap after the scaling: V is in the scaled reward's units. On the
+                # device every step pays (no read to learn whether any was truncated).
                 if can_truncate and (speaks_torch or bool(truncated.any())):
                     with torch.no_grad():
-                        v_final = agent.value(_final_obs(info, truncated, next_obs)).double()
-                    reward = reward + args.gamma * torch.where(truncated, v_final, 0.0)
-                rewards[t] = scaler(reward, done) if scaler is not None else reward.float()
+                        v_final = agent.value(_final_obs(info, truncated, next_obs))
+                    scaled = scaled + args.gamma * torch.where(truncated, v_final, 0.0)
+                rewards[t] = scaled
                 dones[t] = done.float()
             steps += batch_size
 
@@ -907,14 +977,21 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
                 if args.target_kl is not None and approx_kl.item() > args.target_kl:
                     break
 
-            # The log: one read of the device's numbers per update.
+            # The log: one read of the device's numbers per update, with whether the updated
+            # policy is still finite on the next rollout's first observations (a last step that
+            # overflowed would otherwise be saved, and only the next forward would see it).
             with torch.no_grad():
                 var_y = b_returns.var()
                 explained = 1.0 - (b_returns - b_values).var() / var_y
-            numbers = torch.stack(
+                h = agent.features(next_obs)
+                finite = torch.isfinite(agent.actor(h)).all() & torch.isfinite(agent.critic(h)).all()
+            *numbers, finite = torch.stack(
                 [pg_loss.detach(), v_loss.detach(), entropy_loss.detach(), approx_kl,
-                 torch.stack(clip_fracs).mean(), explained, reward_sum / batch_size]
+                 torch.stack(clip_fracs).mean(), explained, reward_sum / batch_size,
+                 finite.double()]
             ).cpu().tolist()  # fmt: skip
+            if not finite:
+                raise ValueError(_diverged(args, update, " (these weights are not saved)"))
             now = time.perf_counter()
             row: dict[str, float] = {
                 "update": update,
@@ -940,14 +1017,12 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
         if out is not None:  # keep what was learned (mid-update: the weights as they are)
             save(agent, out / "agent.pt", args, optimizer)
         raise
-    except ValueError as e:
-        # torch's check of the policy's logits, in pages of tensor: the weights went NaN.
-        if "found invalid values" not in str(e):
+    except (ValueError, RuntimeError) as e:
+        # Outputs that overflow on observations the check above did not see: torch's check of
+        # the logits (pages of tensor), or under ``python -O``, where that is off, the sampler's.
+        if "found invalid values" not in str(e) and "probability tensor contains" not in str(e):
             raise
-        raise ValueError(
-            f"the run diverged in update {update}: the policy's outputs are NaN (its weights are "
-            f"not saved); lower learning_rate ({args.learning_rate}) or the reward's scale"
-        ) from None
+        raise ValueError(_diverged(args, update, "")) from None
 
     seconds = time.perf_counter() - start
     checkpoint = save(agent, out / "agent.pt", args, optimizer) if out is not None else None

@@ -118,12 +118,27 @@ def test_a_trained_agent_records_one_episode_to_its_last_screen(tmp_path, capsys
     assert data.count(b"\x00\x2c") >= r["episode_length"] + 1
     cut = ppo.record(run.agent, run.args, tmp_path / "cut.gif", max_steps=3, seed=7)
     assert cut["episodes"] == 0 and cut["unfinished"] == 1
+    # The episode so far: 3 steps, and its return the rewards of those steps.
+    env = ppo.make_env(run.args, 1, 7, autoreset=False)
+    env.reset(seed=7)
+    generator = torch.Generator().manual_seed(7)
+    obs, so_far = torch.as_tensor(env.reset(seed=7)[0]), 0.0
+    for _ in range(3):
+        obs, reward, _, _, _ = env.step(run.agent.act(obs, generator=generator).numpy())
+        obs, so_far = torch.as_tensor(obs), so_far + float(reward[0])
+    assert cut["episode_length"] == 3 and cut["episode_return"] == so_far
     # The command line: the agent's own game and settings, on the CPU backend.
     out = tmp_path / "cli.gif"
     assert cli.main(["record", "--agent", str(tmp_path / "run" / "agent.pt"), "--out", str(out),
                      "--seed", "7"]) == 0  # fmt: skip
     printed = capsys.readouterr().out
     assert f"{r['episode_length']:.0f} steps" in printed and out.read_bytes() == data
+    assert "not ended" not in printed
+    frames = 3 * run.args.frameskip
+    assert cli.main(["record", "--agent", str(tmp_path / "run" / "agent.pt"), "--out", str(out),
+                     "--seed", "7", "--frames", str(frames)]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert f"episode: return {so_far:.1f}, 3 steps, not ended" in printed, printed
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"nope")
     assert cli.main(["record", "--agent", str(bad), "--out", str(tmp_path / "x.gif")]) == 2
@@ -350,6 +365,11 @@ def test_bad_settings_and_files_are_clear_errors(tmp_path, capsys, smb_rom):
     (dict(save_every=True), "save_every must be an int >= 0"),
     (dict(num_minibatches=3), r"num_minibatches \(3\) must divide .* = 64 samples"),
     (dict(num_minibatches=128), r"num_minibatches \(128\) must divide"),
+    (dict(anneal_lr="no"), "anneal_lr must be True or False, got 'no'"),
+    (dict(norm_reward=None), "norm_reward must be True or False"),
+    (dict(tf32=1), "tf32 must be True or False"),
+    (dict(resume=""), "resume must be a path or None, got ''"),
+    (dict(resume=3), "resume must be a path or None, got 3"),
 ])  # fmt: skip
 def test_settings_that_would_fail_or_turn_to_nan_in_the_first_update_are_refused_first(
     tmp_path, setting, message
@@ -361,7 +381,7 @@ def test_settings_that_would_fail_or_turn_to_nan_in_the_first_update_are_refused
 
 
 def test_a_run_that_diverges_says_so_in_one_line_and_saves_no_nan_agent(tmp_path, capsys, smb_rom):
-    diverged = r"the run diverged in update \d+: the policy's outputs are NaN"
+    diverged = r"the run diverged in update \d+: the policy's outputs are not finite"
     with pytest.raises(ValueError, match=diverged):
         ppo.train(tiny(learning_rate=1e30, out=str(tmp_path / "a")))
     assert not (tmp_path / "a" / "agent.pt").exists()
@@ -370,7 +390,83 @@ def test_a_run_that_diverges_says_so_in_one_line_and_saves_no_nan_agent(tmp_path
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: the run diverged") and err.count("\n") == 1
+    # Diverged by the run's very last step (one minibatch, one epoch, one update), or by the
+    # step before a save: nothing is saved, and the run does not end as if it had trained.
+    for name, total, every in (("c", 64, 50), ("d", 192, 1)):
+        with pytest.raises(ValueError, match=diverged + r" \(these weights are not saved\)"):
+            ppo.train(tiny(learning_rate=1e30, num_minibatches=1, update_epochs=1, total_steps=total,
+                           save_every=every, out=str(tmp_path / name)))  # fmt: skip
+        assert not (tmp_path / name / "agent.pt").exists()
 
+
+def test_an_agent_whose_policy_is_not_finite_is_refused_before_any_file(tmp_path, capsys, smb_rom):
+    args = tiny().resolved("cpu")
+    agent = ppo.Agent((2048,), 7, "mlp", 16)
+    with torch.no_grad():
+        agent.actor.bias.fill_(math.nan)
+    path = ppo.save(agent, tmp_path / "agent.pt", args)
+    out = tmp_path / "x.gif"
+    assert cli.main(["record", "--agent", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "policy is not finite" in err and err.count("\n") == 1 and not out.exists()
+    with pytest.raises(ValueError, match="policy is not finite"):
+        ppo.evaluate(agent, args, num_envs=2)
+
+
+@pytest.mark.parametrize("norm_reward", [True, False])
+def test_a_truncated_episode_is_bootstrapped_in_the_scaled_rewards_units(monkeypatch, norm_reward, smb_rom):
+    """r_t / std + gamma V(final_obs): the critic learns scaled returns, so the bootstrap joins
+    the reward after the scaling, and the scaler's statistics see the env's reward alone."""
+    args = tiny(max_episode_steps=5, num_steps=10, total_steps=40, num_minibatches=1,
+                norm_reward=norm_reward).resolved("cpu")  # fmt: skip
+    env = nesle.make_vec("smb", 4, backend="cpu", seed=0, max_episode_steps=5)
+    steps, scaled, finals, rollouts = [], [], [], []
+    real_step, real_scale, real_final = env.step, ppo.RewardScaler.__call__, ppo._final_obs
+    real_value, real_gae = ppo.Agent.value, ppo.gae
+
+    def step(action):
+        out = real_step(action)
+        steps.append((np.array(out[1], np.float64), np.array(out[3])))
+        return out
+
+    def scale(self, reward, done):
+        out = real_scale(self, reward, done)
+        scaled.append((reward.clone(), out.clone()))
+        return out
+
+    def final(info, mask, like):
+        finals.append(real_final(info, mask, like))
+        return finals[-1]
+
+    def value(self, obs):
+        v = real_value(self, obs)
+        if finals and obs is finals[-1]:
+            finals[-1] = v.clone()  # V(final_obs) as the loop computed it
+        return v
+
+    def gae(rewards, *rest):
+        rollouts.append(rewards.clone())
+        return real_gae(rewards, *rest)
+
+    monkeypatch.setattr(env, "step", step)
+    monkeypatch.setattr(ppo.RewardScaler, "__call__", scale)
+    monkeypatch.setattr(ppo, "_final_obs", final)
+    monkeypatch.setattr(ppo.Agent, "value", value)
+    monkeypatch.setattr(ppo, "gae", gae)
+    ppo._train(args, env, None)
+    k = 0
+    for t in range(10):  # the first rollout
+        reward, truncated = steps[t]
+        assert truncated.any() == (t in (4, 9))  # no death in SMB's first 10 steps
+        if norm_reward:
+            assert torch.equal(scaled[t][0], torch.from_numpy(reward))  # the env's reward alone
+            want = scaled[t][1]
+        else:
+            want = torch.from_numpy(reward).float()
+        if truncated.any():
+            want = want + args.gamma * torch.where(torch.from_numpy(truncated), finals[k], 0.0)
+            k += 1
+        assert torch.equal(rollouts[0][t], want), t
 
 def test_settings_of_numpy_ints_and_unset_minibatch_splits_are_taken(tmp_path, smb_rom):
     ppo.check(tiny(num_envs=np.int64(4), num_steps=np.int64(16)))
@@ -425,6 +521,41 @@ def test_agent_files_with_parts_missing_or_for_another_device_are_told_apart(tmp
             ppo.load(path, device="cuda")
         assert "not a nesle PPO agent" not in str(e.value)
     assert ppo.load(path).num_actions == 7
+
+
+def test_paths_given_as_path_objects_are_saved_as_paths(tmp_path, capsys, smb_rom):
+    run = ppo.train(tiny(out=tmp_path / "run", game=nesle.roms.find("smb")))
+    args = ppo.args_of(ppo.load(tmp_path / "run" / "agent.pt"))
+    assert args.out == str(tmp_path / "run") and args.game == str(nesle.roms.find("smb"))
+    assert json.loads((tmp_path / "run" / "args.json").read_text())["out"] == args.out
+    out = tmp_path / "x.gif"
+    assert cli.main(["record", "--agent", str(run.checkpoint), "--out", str(out), "--frames", "8"]) == 0
+    assert out.exists()
+
+
+def test_agent_files_with_args_or_optimizer_state_not_their_own_are_clear_errors(tmp_path, capsys, smb_rom):
+    ppo.train(tiny(out=str(tmp_path / "run")))
+    good = torch.load(tmp_path / "run" / "agent.pt", weights_only=True)
+    path = tmp_path / "agent.pt"
+
+    def with_part(**parts):
+        torch.save({**good, **parts}, path)
+        return path
+
+    for parts in (dict(args=[1, 2]), dict(optimizer=[1, 2]), dict(optimizer={"state": {}})):
+        with pytest.raises(ValueError, match="is not a whole nesle PPO agent"):
+            ppo.load(with_part(**parts))
+    with pytest.raises(ValueError, match="saved args cannot run: frameskip must be"):
+        ppo.args_of(ppo.load(with_part(args={**good["args"], "frameskip": "four"})))
+    with pytest.raises(ValueError, match="saved args cannot run: anneal_lr must be True or False"):
+        ppo.args_of(ppo.load(with_part(args={**good["args"], "anneal_lr": "no"})))
+    torn = {**good["optimizer"], "param_groups": "x"}
+    with pytest.raises(ValueError, match="its optimizer state is not Adam's for this network"):
+        ppo.train(tiny(resume=str(with_part(optimizer=torn))))
+    assert cli.main(["train", "smb", "--backend", "cpu", "--envs", "4", "--num-steps", "16",
+                     "--steps", "64", "--resume", str(path)]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "optimizer state is not Adam's" in err and "Traceback" not in err
 
 
 def test_an_agent_of_another_env_is_refused_before_any_step_or_file(tmp_path, capsys, smb_rom):
