@@ -488,8 +488,8 @@ class EpisodeStats:
                 if v is None or v.dtype in (torch.complex64, torch.complex128):
                     continue
                 v = v.to(self.device, torch.float64)
-                if v.shape == done.shape:
-                    self._add(key, torch.where(done, v, 0.0).sum())
+                if v.shape == done.shape:  # apart from the sums above, whatever its name
+                    self._add("info:" + key, torch.where(done, v, 0.0).sum())
         self.ret = torch.where(done, 0.0, self.ret)
         self.len = torch.where(done, 0, self.len)
 
@@ -505,7 +505,11 @@ class EpisodeStats:
         n = got.pop("episodes")
         out: dict[str, float] = {"episodes": int(n)}
         if n:
-            out.update({f"episode_{k}": v / n for k, v in got.items()})
+            for key, total in got.items():
+                name = key.removeprefix("info:")
+                if key != name and name in ("return", "length"):  # a game's own, beside ours
+                    name = "info_" + name
+                out[f"episode_{name}"] = total / n
         return out
 
 

@@ -84,6 +84,17 @@ def test_the_reward_scaler_divides_by_the_std_of_every_discounted_return_seen():
         np.testing.assert_allclose(scaled.numpy(), r / np.sqrt(m2 / count + 1e-8), rtol=1e-5)
 
 
+def test_episode_means_keep_apart_from_a_games_info_of_the_same_names():
+    stats = ppo.EpisodeStats(2, torch.device("cpu"))
+    clash = {"episodes": np.array([9, 9]), "return": np.array([5.0, 7.0]), "length": np.array([1, 1])}
+    stats.record(torch.tensor([1.0, 2.0], dtype=torch.float64), torch.tensor([False, False]), {})
+    stats.record(torch.tensor([3.0, 4.0], dtype=torch.float64), torch.tensor([True, False]),
+                 {"final_info": clash})  # fmt: skip
+    assert stats.take() == {"episodes": 1, "episode_return": 4.0, "episode_length": 2.0,
+                            "episode_episodes": 9.0, "episode_info_return": 5.0,
+                            "episode_info_length": 1.0}  # fmt: skip
+
+
 def test_a_tiny_run_from_the_command_line_saves_an_agent_that_loads_and_acts(tmp_path, capsys, smb_rom):
     out = tmp_path / "run"
     code = cli.main(["train", "smb", "--backend", "cpu", "--envs", "4", "--num-steps", "16",
