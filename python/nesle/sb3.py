@@ -9,10 +9,15 @@ its. SB3's contract on top:
   ``infos[i]["TimeLimit.truncated"]`` true when it ended by ``max_episode_steps`` only;
 - ``obs="gray84"`` without frame stacking observes (1, 84, 84), so SB3 sees a channel-first
   image (its CNN policies need a channel axis);
-- ``seed(s)`` takes effect at the next ``reset()``, as in SB3;
+- ``seed(s)`` and ``set_options(options)`` take effect at the next ``reset()``, as in SB3; the
+  options are the batch's (one dict for every env, e.g. ``{"reset_mask": mask}``);
+- ``reset_infos`` holds each env's latest start: ``reset()``'s, or the restart's of an episode
+  that ended in a step;
 - attributes and methods are the one batch's, shared by every console: ``get_attr`` gives the
-  batch's value for each index, ``set_attr`` and ``env_method`` act once on the batch and take
-  ``indices`` naming every env or none (a subset would change or report the whole batch).
+  batch's value for each index (the spaces as this VecEnv's, one env's), ``set_attr`` and
+  ``env_method`` act once on the batch and take ``indices`` naming every env or none (a subset
+  would change or report the whole batch). Settings fixed when the batch is made (``frameskip``,
+  ``obs_mode``, ``copy``, ...) cannot be set.
 
 Requires ``stable-baselines3`` (``pip install nesle[sb3]``).
 """
@@ -67,31 +72,48 @@ class NesleVecEnv(VecEnv):
             space = gym.spaces.Box(0, 255, (1, *space.shape), np.uint8)
         self.render_mode = self.venv.render_mode
         super().__init__(self.venv.num_envs, space, self.venv.single_action_space)
-        self._actions: np.ndarray | None = None
+        # A recording's speed (SB3's VecVideoRecorder reads it): one picture a step.
+        self.metadata = {**self.metadata, "render_fps": self.venv.metadata["render_fps"]}
+        self._actions: Any = _NO_ACTIONS
 
     def _obs(self, obs: np.ndarray) -> np.ndarray:
         return obs[:, None] if self._add_channel else obs
 
     def reset(self) -> np.ndarray:
         seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
-        obs, info = to_numpy(self.venv.reset(seed=seed))
+        options = self._options[0] if self._options and self._options[0] else None
+        self._actions = _NO_ACTIONS  # a step asked for before the reset is not taken after it
+        obs, info = to_numpy(self.venv.reset(seed=seed, options=options))
         self._reset_seeds()
         self._reset_options()
         self.reset_infos = [_env_info(info, i) for i in range(self.num_envs)]
         return self._obs(obs)
 
+    def set_options(self, options: list[dict[str, Any]] | dict[str, Any] | None = None) -> None:
+        """Options for the next ``reset()``: one dict, the batch's (a list of one per env, as SB3
+        takes for its other VecEnvs, would give each env its own)."""
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(
+                "NesleVecEnv's reset options are the whole batch's: give one dict (e.g. "
+                f"{{'reset_mask': mask}}) or None, got {type(options).__name__}"
+            )
+        self._options = [dict(options or {})] * self.num_envs
+
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = actions
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-        if self._actions is None:
+        if self._actions is _NO_ACTIONS:
             raise RuntimeError("step_wait() without step_async()")
-        actions, self._actions = self._actions, None
+        actions, self._actions = self._actions, _NO_ACTIONS
         # SB3 works in NumPy: the CUDA backend's tensors come to the host here, once a step.
         obs, reward, terminated, truncated, info = to_numpy(self.venv.step(actions))
         dones = terminated | truncated
         infos = [_env_info(info, i) for i in range(self.num_envs)]
+        for i in range(self.num_envs):
+            infos[i]["TimeLimit.truncated"] = False  # on every step, as SB3's own VecEnvs
         for i in np.flatnonzero(dones):
+            self.reset_infos[i] = dict(infos[i])  # the restart's, before the end's entries
             last = info["final_obs"][i]
             infos[i]["terminal_observation"] = last[None] if self._add_channel else last
             infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
@@ -107,7 +129,10 @@ class NesleVecEnv(VecEnv):
 
     # One native batch holds every console, so attributes and methods are the batch's.
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        return [getattr(self.venv, attr_name) for _ in self._get_indices(indices)]
+        # One env's spaces are this VecEnv's (gray84 with its channel), not the batch's.
+        one = {"observation_space": self.observation_space, "action_space": self.action_space}
+        value = one[attr_name] if attr_name in one else getattr(self.venv, attr_name)
+        return [value for _ in self._indices(indices)]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         self._whole_batch("set_attr", indices)
@@ -122,8 +147,16 @@ class NesleVecEnv(VecEnv):
         result = getattr(self.venv, method_name)(*method_args, **method_kwargs)
         return [result] * self.num_envs
 
+    def _indices(self, indices: VecEnvIndices) -> list[int]:
+        """``indices`` as a list, each an env's (``IndexError`` otherwise, as a list's)."""
+        named = list(self._get_indices(indices))
+        for i in named:
+            if not -self.num_envs <= i < self.num_envs:
+                raise IndexError(f"env index {i} out of range for {self.num_envs} envs")
+        return [i % self.num_envs for i in named]
+
     def _whole_batch(self, verb: str, indices: VecEnvIndices) -> None:
-        named = sorted(set(self._get_indices(indices)))
+        named = sorted(set(self._indices(indices)))
         if named != list(range(self.num_envs)):
             raise ValueError(
                 f"{verb} acts on the one batch all {self.num_envs} envs share, so indices must be "
@@ -133,7 +166,11 @@ class NesleVecEnv(VecEnv):
     def env_is_wrapped(
         self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None
     ) -> list[bool]:
-        return [False for _ in self._get_indices(indices)]
+        return [False for _ in self._indices(indices)]
+
+
+#: ``step_wait``'s actions before ``step_async`` gives any (None is an action set to refuse).
+_NO_ACTIONS = object()
 
 
 def _check_copy(copy: Any) -> None:

@@ -551,7 +551,8 @@ class NesleVectorEnv(VectorEnv):
             self._loaded = dict(enumerate(state["screens"]))
         self._needs_reset, self._rng, self._seed = state["needs_reset"], state["rng"], state["seed"]
         self._np_random, self._np_random_seed = state["np_random"]
-        self.action_space, self.single_action_space = state["spaces"]
+        self.action_space = state["spaces"][0]
+        object.__setattr__(self, "single_action_space", state["spaces"][1])  # a fixed setting
         a = state["arrays"]
         if self._dev is None:
             self._ram, self._frames[...] = a["ram"], a["frames"]
@@ -565,6 +566,20 @@ class NesleVectorEnv(VectorEnv):
         d.elapsed, d.start_of = (torch.as_tensor(a[k], device=d.dev) for k in ("elapsed", "start_of"))
         d.fresh, d.pending = (torch.as_tensor(a[k], device=d.dev) for k in ("fresh", "pending"))
         d.head, d.next_start = state["head"], torch.tensor(state["next_start"], device=d.dev)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The consoles, buffers and spaces are made for these: a new value would leave them
+        # behind (a step with wrong shapes, or views where copies were promised).
+        if name in _FIXED and name in self.__dict__:
+            raise AttributeError(
+                f"{name} is fixed when the env is made: make a new env with the {name} you want"
+            )
+        if name == "max_episode_steps" and value is not None:  # read by every step
+            _check_int("max_episode_steps", value, 1)
+            value = int(value)
+        if name == "start_sampling" and value not in ("round_robin", "random"):
+            raise ValueError(f"start_sampling must be 'round_robin' or 'random', got {value!r}")
+        super().__setattr__(name, value)
 
     # --- search: save and restore single consoles ---
 
@@ -753,6 +768,14 @@ class NesleVectorEnv(VectorEnv):
         info["elapsed_steps"] = self._elapsed.copy()
         info["_elapsed_steps"] = np.ones(self.num_envs, bool)
         return info
+
+
+#: NesleVectorEnv's settings that cannot change after it is made (``max_episode_steps`` and
+#: ``start_sampling`` can: each step and restart reads them).
+_FIXED = frozenset({
+    "num_envs", "frameskip", "obs_mode", "frame_stack", "render_mode", "autoreset",
+    "autoreset_mode", "copy", "backend", "game", "single_observation_space", "single_action_space",
+})  # fmt: skip
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 import pytest
+from gymnasium.vector import AutoresetMode
 
 try:
     import stable_baselines3  # noqa: F401
@@ -56,6 +57,72 @@ def test_attributes_and_methods_are_the_whole_batchs():
             verb()
     assert env.get_attr("label") == ["a", "a"] and len(calls) == 1  # nothing changed or ran
     assert env.env_method("probe", indices=[1, 0]) == ["batch", "batch"]
+    assert env.get_attr("frameskip", indices=-1) == [4]
+    for verb in (lambda: env.get_attr("frameskip", indices=[2]),
+                 lambda: env.env_is_wrapped(object, indices=[-3])):  # fmt: skip
+        with pytest.raises(IndexError, match="env index -?[23] out of range for 2 envs"):
+            verb()
+    # One env's spaces, as this VecEnv's own (gray84 with its channel), not the batch's.
+    gray = NesleVecEnv("smb", 2, obs="gray84")
+    assert gray.get_attr("observation_space") == [gray.observation_space] * 2
+    assert gray.get_attr("action_space", indices=0) == [gray.action_space]
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("copy", False), ("frameskip", 8), ("frame_stack", 2), ("obs_mode", "rgb"),
+    ("render_mode", "rgb_array"), ("autoreset_mode", AutoresetMode.NEXT_STEP), ("num_envs", 3),
+])  # fmt: skip
+def test_settings_the_batch_is_made_for_cannot_be_set_after(name, value):
+    env = NesleVecEnv("smb", 2, seed=0)
+    before = env.reset()
+    with pytest.raises(AttributeError, match=f"{name} is fixed when the env is made"):
+        env.set_attr(name, value)
+    with pytest.raises(AttributeError, match=f"{name} is fixed"):
+        setattr(env.venv, name, value)
+    obs, _, _, _ = env.step(np.zeros(2, np.int64))  # the env goes on as made
+    assert obs.shape == before.shape and env.venv.copy and env.venv.frameskip == 4
+
+
+def test_the_time_limit_and_start_sampling_can_be_set_and_are_checked():
+    env = NesleVecEnv("smb", 2, seed=0)
+    env.reset()
+    env.set_attr("max_episode_steps", np.int64(3))
+    for _ in range(3):
+        _, _, dones, infos = env.step(np.zeros(2, np.int64))
+    assert dones.all() and all(info["TimeLimit.truncated"] for info in infos)
+    assert env.get_attr("max_episode_steps") == [3, 3]
+    for name, value in (("max_episode_steps", 0), ("max_episode_steps", "9"),
+                        ("start_sampling", "shuffled")):  # fmt: skip
+        with pytest.raises((TypeError, ValueError), match=name):
+            env.set_attr(name, value)
+    assert env.get_attr("max_episode_steps") == [3, 3]
+
+
+def test_metadata_gives_a_recordings_speed():
+    # SB3's VecVideoRecorder reads render_fps (else 30): one picture a step of 4 frames at 60 Hz.
+    assert NesleVecEnv("smb", 1, render_mode="rgb_array").metadata["render_fps"] == 15
+    assert NesleVecEnv("smb", 1, frameskip=1).metadata["render_fps"] == 60
+
+
+def test_reset_options_are_the_batchs_and_a_pending_step_ends_at_reset():
+    env = NesleVecEnv("smb", 2, seed=0)
+    env.reset()
+    for _ in range(5):
+        env.step(np.zeros(2, np.int64))
+    env.set_options({"reset_mask": np.array([True, False])})
+    env.reset()
+    assert env.venv._elapsed.tolist() == [0, 5]  # only env 0 restarted
+    env.reset()  # options are used once, as SB3's
+    assert env.venv._elapsed.tolist() == [0, 0]
+    with pytest.raises(TypeError, match="the whole batch's: give one dict"):
+        env.set_options([{}, {}])
+    env.step_async(np.zeros(2, np.int64))
+    env.reset()
+    with pytest.raises(RuntimeError, match=r"step_wait\(\) without step_async\(\)"):
+        env.step_wait()
+    env.step_async(None)  # None is a bad action set, not "no actions"
+    with pytest.raises(TypeError):
+        env.step_wait()
 
 
 def test_views_of_the_observation_buffer_are_refused():
@@ -102,6 +169,27 @@ def test_step_wait_reports_terminal_observation_and_time_limit_truncation():
         np.testing.assert_array_equal(obs[i], first[i])  # reset in the same step
     assert infos[1]["TimeLimit.truncated"] is True
     assert "world" in infos[0] and "x_pos" in infos[0]
+    # Every step's infos say it, as SB3's own VecEnvs (False where no time limit cut).
+    _, _, dones, infos = env.step(np.array([0, 0]))
+    assert [info["TimeLimit.truncated"] for info in infos] == [False, False] and not dones.any()
+
+
+def test_reset_infos_follow_restarts_in_a_step():
+    """An episode restarted in the step that ended it: its start's info is reset_infos[i], as
+    DummyVecEnv keeps it, while infos[i] carries the ended episode's entries."""
+    env = NesleVecEnv("smb", 2, seed=0, start_states="all", start_sampling="random",
+                      max_episode_steps=5)  # fmt: skip
+    env.reset()
+    levels = set()
+    for t in range(40):
+        _, _, dones, infos = env.step(np.array([0, RIGHT_B]))
+        assert dones.all() == (t % 5 == 4)
+        for i in np.flatnonzero(dones):
+            ram, start = env.venv.ram()[i], env.reset_infos[i]
+            assert (start["world"], start["stage"]) == (ram[0x075F] + 1, ram[0x075C] + 1)
+            assert "terminal_observation" not in start and "terminal_observation" in infos[i]
+            levels.add((start["world"], start["stage"]))
+    assert len(levels) > 1  # the restarts' levels differ, so a stale reset_infos would show
 
 
 def test_gray84_without_stacking_gets_a_channel_axis():
