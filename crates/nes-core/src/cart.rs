@@ -161,6 +161,10 @@ impl Header {
         if rom.len() < expected {
             return Err(RomError::Truncated { expected, got: rom.len() });
         }
+        // A trainer's 512 bytes load at $7000-$71FF, in PRG RAM.
+        if trainer && prg_ram < 0x1200 {
+            return Err(RomError::UnsupportedSize { what: "PRG RAM (a trainer needs $7000-$71FF)", bytes: prg_ram });
+        }
         let mirroring = if f6 & 0x08 != 0 {
             Mirroring::FourScreen
         } else if f6 & 0x01 != 0 {
@@ -284,7 +288,7 @@ impl Cart {
         let prg_at = h.prg_offset();
         let prg: RomBytes = RomBytes::from(&rom[prg_at..prg_at + h.prg_rom]);
         let chr: RomBytes = RomBytes::from(&rom[prg_at + h.prg_rom..prg_at + h.prg_rom + h.chr_rom]);
-        Ok(Cart::with_parts(&h, prg, chr, fnv1a_rom(rom, &h)))
+        Ok(Cart::with_parts(&h, prg, chr, &rom[16..prg_at], fnv1a_rom(rom, &h)))
     }
 
     /// Like `from_ines`, for `no_std` users without an allocator: the ROM must outlive the cart.
@@ -294,10 +298,11 @@ impl Cart {
         let prg_at = h.prg_offset();
         let prg = &rom[prg_at..prg_at + h.prg_rom];
         let chr = &rom[prg_at + h.prg_rom..prg_at + h.prg_rom + h.chr_rom];
-        Ok(Cart::with_parts(&h, prg, chr, fnv1a_rom(rom, &h)))
+        Ok(Cart::with_parts(&h, prg, chr, &rom[16..prg_at], fnv1a_rom(rom, &h)))
     }
 
-    fn with_parts(h: &Header, prg_rom: RomBytes, chr_rom: RomBytes, hash: u64) -> Cart {
+    /// `trainer`: the file's 512-byte trainer, or empty.
+    fn with_parts(h: &Header, prg_rom: RomBytes, chr_rom: RomBytes, trainer: &[u8], hash: u64) -> Cart {
         let kind = MapperKind::from_number(h.mapper).expect("validated by Header::parse");
         let mut cart = Cart {
             prg_rom,
@@ -330,6 +335,7 @@ impl Cart {
         };
         mapper::power_on(&mut cart);
         cart.fill_prg_window();
+        cart.prg_ram[0x1000..0x1000 + trainer.len()].copy_from_slice(trainer); // at $7000
         cart
     }
 
@@ -643,6 +649,26 @@ mod tests {
         assert!(h.nes2);
         assert_eq!(h.prg_ram, 0);
         assert_eq!(h.chr_ram, 0x2000);
+    }
+
+    #[test]
+    fn a_trainer_loads_at_7000_in_prg_ram() {
+        let mut rom = ines(1, 1, 0x04, 0);
+        let trainer: alloc::vec::Vec<u8> = (0..512).map(|i| (i * 7 + 1) as u8).collect();
+        rom.splice(16..16, trainer.iter().copied());
+        let cart = Cart::from_ines(&rom).unwrap();
+        assert_eq!(&cart.prg_ram()[0x1000..0x1200], &trainer[..]);
+        assert_eq!(cart.cpu_read(0x7000), Some(1));
+        assert_eq!(cart.cpu_read(0x71ff), Some(trainer[511]));
+        assert!(cart.prg_ram()[..0x1000].iter().chain(&cart.prg_ram()[0x1200..]).all(|&b| b == 0));
+        let console = crate::console::Console::new(&rom).unwrap();
+        assert_eq!(console.peek(0x7000), 1, "a powered-on console has it too");
+        // NES 2.0 can declare less PRG RAM than $7000-$71FF needs.
+        rom[7] = 0x08;
+        rom[10] = 0x07; // 8 KiB shifted: 64 << 7
+        assert!(Cart::from_ines(&rom).is_ok());
+        rom[10] = 0x06; // 4 KiB
+        assert!(matches!(Cart::from_ines(&rom), Err(RomError::UnsupportedSize { bytes: 0x1000, .. })));
     }
 
     #[test]

@@ -61,8 +61,12 @@ impl Console {
     }
 
     /// Buttons held on pad 0 or 1: bit 0 A, 1 B, 2 Select, 3 Start, 4 Up, 5 Down, 6 Left, 7 Right.
+    ///
+    /// # Panics
+    /// If `pad` is 2 or more: the NES has two pads, and a third would press another's buttons.
     pub fn set_buttons(&mut self, pad: usize, buttons: u8) {
-        self.bus.pads.buttons[pad & 1] = buttons;
+        assert!(pad < 2, "the NES has pads 0 and 1, not {pad}");
+        self.bus.pads.buttons[pad] = buttons;
     }
 
     /// Executes one instruction (or interrupt sequence).
@@ -206,12 +210,18 @@ impl Console {
         self.bus.peek(addr)
     }
 
-    /// The last frame as palette indices (0..63), row-major, 256x240.
+    /// The last frame as palette indices (0..63), row-major, 256x240. A save state holds no
+    /// picture: after `load_state` or `from_flat` this is the console's earlier one until the
+    /// next frame is drawn.
     pub fn pixels(&self) -> &[u8; WIDTH * HEIGHT] {
         &self.bus.ppu.pixels
     }
 
     /// Turns pixel output on or off. The game cannot tell the difference.
+    ///
+    /// The switch is part of the console's state, as each console of a GPU batch draws by its
+    /// own: `save_state` records it and `load_state` and `from_flat` restore it. Call
+    /// `set_render` after loading a state saved with the other setting.
     pub fn set_render(&mut self, on: bool) {
         self.bus.ppu.render_pixels = on;
     }
@@ -297,7 +307,8 @@ impl Console {
     }
 
     /// Restores a state saved from a console running the same ROM. On any error the console
-    /// is left exactly as it was.
+    /// is left exactly as it was. The state brings its pixel switch (`set_render`) but no
+    /// picture (`pixels`).
     pub fn load_state(&mut self, state: &[u8]) -> Result<(), StateError> {
         if state.len() < HEADER_LEN + CHECKSUM_LEN {
             return Err(StateError::Truncated { needed: HEADER_LEN + CHECKSUM_LEN, got: state.len() });
@@ -335,5 +346,29 @@ impl Console {
         }
         *self = scratch;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nrom() -> alloc::vec::Vec<u8> {
+        let mut rom = alloc::vec![0u8; 16 + 0x4000 + 0x2000];
+        rom[0..6].copy_from_slice(b"NES\x1a\x01\x01");
+        rom
+    }
+
+    #[test]
+    fn buttons_go_to_the_pad_named() {
+        let mut nes = Console::new(&nrom()).unwrap();
+        nes.set_buttons(1, 0x81);
+        assert_eq!(nes.bus.pads.buttons, [0, 0x81]);
+    }
+
+    #[test]
+    #[should_panic(expected = "the NES has pads 0 and 1, not 2")]
+    fn a_third_pad_is_a_panic_not_another_pads_buttons() {
+        Console::new(&nrom()).unwrap().set_buttons(2, 0x01);
     }
 }

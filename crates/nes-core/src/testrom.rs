@@ -353,6 +353,8 @@ fn parse_log_line(line: &str) -> Option<TraceLine> {
 }
 
 /// nestest in automation mode: start at $C000 and compare every instruction with the log.
+/// The log must run to the test's end, the `RTS` that leaves the routine it started in (the
+/// stack back at $FF): a log cut short would stop the test before it wrote its error codes.
 pub fn run_nestest(rom: &[u8], log: &str) -> Outcome {
     let mut console = match Console::new(rom) {
         Ok(c) => c,
@@ -363,6 +365,7 @@ pub fn run_nestest(rom: &[u8], log: &str) -> Outcome {
     console.cpu.p = crate::cpu::I;
     console.cpu.s = 0xfd;
     let mut lines = 0u64;
+    let mut last_op = None;
     for (n, line) in log.lines().enumerate() {
         let Some(want) = parse_log_line(line) else {
             return fail(format!("nestest.log line {} unreadable", n + 1));
@@ -390,8 +393,15 @@ pub fn run_nestest(rom: &[u8], log: &str) -> Outcome {
                 ram: console.ram().to_vec(),
             };
         }
+        last_op = Some(console.peek(got.pc));
         console.step();
         lines += 1;
+    }
+    if last_op != Some(0x60) || console.cpu.s != 0xff {
+        return fail(format!(
+            "nestest.log ends after {lines} lines, before the test's last RTS (S={:02X})",
+            console.cpu.s
+        ));
     }
     let (e2, e3) = (console.ram()[2], console.ram()[3]);
     let verdict = if e2 == 0 && e3 == 0 { Verdict::Pass } else { Verdict::Fail };

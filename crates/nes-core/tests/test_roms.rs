@@ -71,3 +71,19 @@ fn every_test_rom_gives_its_expected_verdict() {
     );
     assert!(unexpected.is_empty(), "unexpected test-ROM results:\n{}", unexpected.join("\n"));
 }
+
+#[test]
+fn nestest_passes_only_with_a_log_that_runs_to_the_tests_end() {
+    let dir = rom_dir().join("cpu/nestest");
+    let rom = std::fs::read(dir.join("nestest.nes")).expect("nestest.nes");
+    let log = std::fs::read_to_string(dir.join("nestest.log")).expect("nestest.log");
+    let whole = nes_core::testrom::run_nestest(&rom, &log);
+    assert_eq!(whole.verdict, Verdict::Pass, "{}", whole.message);
+    // Cut short, the test stops before it writes any error code: $02 and $03 still read 0.
+    let lines: Vec<&str> = log.lines().collect();
+    for keep in [0, 100, lines.len() - 1] {
+        let cut = nes_core::testrom::run_nestest(&rom, &lines[..keep].join("\n"));
+        assert_eq!(cut.verdict, Verdict::Fail, "{keep} lines: {}", cut.message);
+        assert!(cut.message.contains("before the test's last RTS"), "{}", cut.message);
+    }
+}
