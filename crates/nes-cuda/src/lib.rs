@@ -6,7 +6,9 @@
 //! ([`header`]). The same kernel sources are compiled twice by build.rs: as host C++ for the
 //! parity tests that run in CI without a GPU ([`host`]), and by nvcc into an embedded fatbin
 //! that [`Batch`] launches through cudarc (dynamically loaded: building or importing needs
-//! no CUDA toolkit, and a machine without a GPU gets [`Error::NoDevice`]).
+//! no CUDA toolkit, and a machine without a GPU gets [`Error::NoDevice`]). A build made without
+//! nvcc embeds no kernels: its `Batch` gets [`Error::NoKernels`] on any machine, unless
+//! `NESLE_KERNEL_SOURCE` points the NVRTC fallback at the kernel sources.
 //!
 //! All unsafe code and every CUDA call live in the private `launch` module.
 
@@ -66,8 +68,10 @@ pub mod host {
         frames: u32,
         pixels: Option<&mut [u8]>,
     ) -> Result<(), Error> {
-        check_inputs(states, rom, actions)?;
-        // SAFETY: the states are what nes-core loads for `rom` (just checked).
+        let loaded = loaded_states(states, rom, actions)?;
+        check_pixels(pixels.as_deref(), states.len())?;
+        states.copy_from_slice(&loaded);
+        // SAFETY: the states are what nes-core loads for `rom` (just made so).
         unsafe { step_unvalidated(states, rom, actions, frames, pixels) }
     }
 
@@ -88,11 +92,7 @@ pub mod host {
         if actions.len() != states.len() {
             return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), states.len())));
         }
-        if let Some(p) = &pixels {
-            if p.len() != states.len() * PIXELS_PER_ENV {
-                return Err(Error::BadArgument(format!("pixel buffer of {} bytes for {} envs", p.len(), states.len())));
-            }
-        }
+        check_pixels(pixels.as_deref(), states.len())?;
         launch::host_step(states, rom, actions, None, frames, pixels, None);
         Ok(())
     }
@@ -110,10 +110,11 @@ pub mod host {
         ran: &mut [u32],
     ) -> Result<(), Error> {
         crate::check_order(order, states.len())?;
-        check_inputs(states, rom, actions)?;
+        let loaded = loaded_states(states, rom, actions)?;
         if ran.len() != states.len() {
             return Err(Error::BadArgument(format!("{} instruction counts for {} envs", ran.len(), states.len())));
         }
+        states.copy_from_slice(&loaded);
         launch::host_step(states, rom, actions, Some(order), frames, None, Some(ran));
         Ok(())
     }
@@ -132,18 +133,20 @@ pub mod host {
         pixels: &mut [u8],
         gray: Option<&mut [u8]>,
     ) -> Result<u32, Error> {
-        check_inputs(states, rom, actions)?;
-        if pixels.len() != states.len() * PIXELS_PER_ENV {
-            return Err(Error::BadArgument(format!(
-                "pixel buffer of {} bytes for {} envs",
-                pixels.len(),
-                states.len()
-            )));
-        }
+        let loaded = loaded_states(states, rom, actions)?;
+        check_pixels(Some(pixels), states.len())?;
         if let Some(g) = &gray {
             if g.len() != states.len() * crate::picture::GRAY_PIXELS {
                 return Err(Error::BadArgument(format!("84x84 buffer of {} bytes for {} envs", g.len(), states.len())));
             }
+        }
+        states.copy_from_slice(&loaded);
+        if frames == 0 {
+            // No frame runs: the pictures stay, and `gray` is made from them, as the batch does.
+            if let Some(g) = gray {
+                crate::picture::gray84(pixels, g)?;
+            }
+            return Ok(0);
         }
         Ok(launch::host_step_lines(states, rom, actions, frames, pixels, gray))
     }
@@ -158,12 +161,9 @@ pub mod host {
         one_by_one: bool,
         pixels: Option<&mut [u8]>,
     ) -> Result<(), Error> {
-        check_inputs(std::slice::from_mut(state), rom, &[0])?;
-        if let Some(p) = &pixels {
-            if p.len() != PIXELS_PER_ENV {
-                return Err(Error::BadArgument(format!("pixel buffer of {} bytes for one env", p.len())));
-            }
-        }
+        let loaded = loaded_states(std::slice::from_ref(state), rom, &[0])?;
+        check_pixels(pixels.as_deref(), 1)?;
+        *state = loaded[0];
         launch::host_ppu_run(state, rom, dots, one_by_one, pixels);
         Ok(())
     }
@@ -176,7 +176,7 @@ pub mod host {
         reference: &mut [u8],
         replayed: &mut [u8],
     ) -> Result<i32, Error> {
-        check_inputs(std::slice::from_mut(state), rom, &[0])?;
+        let loaded = loaded_states(std::slice::from_ref(state), rom, &[0])?;
         if reference.len() != PIXELS_PER_ENV || replayed.len() != PIXELS_PER_ENV {
             return Err(Error::BadArgument(format!(
                 "picture buffers of {} and {} bytes for one env",
@@ -184,6 +184,7 @@ pub mod host {
                 replayed.len()
             )));
         }
+        *state = loaded[0];
         Ok(launch::host_replay_check(state, rom, reference, replayed))
     }
 
@@ -191,23 +192,30 @@ pub mod host {
     /// as the kernels' bus trusts it to answer a read without catching the PPU up
     /// (`ppu_dots_to_status_change`): the kernels' PPU tests check it against ticking.
     pub fn status_bound(state: &FlatState, rom: &RomImage) -> Result<u32, Error> {
-        let mut state = *state;
-        check_inputs(std::slice::from_mut(&mut state), rom, &[0])?;
+        let state = loaded_states(std::slice::from_ref(state), rom, &[0])?[0];
         Ok(launch::host_status_bound(&state, rom))
     }
 
-    /// Each state made what nes-core loads (validated against `rom`, as [`crate::Batch`]
-    /// loads states), all of them or none: the C++ code trusts a state's banking maps to
-    /// index inside the ROM, so a state nes-core refuses must never reach it.
-    fn check_inputs(states: &mut [FlatState], rom: &RomImage, actions: &[u8]) -> Result<(), Error> {
+    /// Each state as nes-core loads it (validated against `rom`, as [`crate::Batch`] loads
+    /// states), or the first one's error: the C++ code trusts a state's banking maps to index
+    /// inside the ROM, so a state nes-core refuses must never reach it. The callers write them
+    /// back only once every argument has passed, so a refused call changes nothing.
+    fn loaded_states(states: &[FlatState], rom: &RomImage, actions: &[u8]) -> Result<Vec<FlatState>, Error> {
         if actions.len() != states.len() {
             return Err(Error::BadArgument(format!("{} actions for {} envs", actions.len(), states.len())));
         }
-        let Some(first) = states.first() else { return Ok(()) };
+        let Some(first) = states.first() else { return Ok(Vec::new()) };
         let packing = crate::packed::Packing::of(first);
-        let loaded = states.iter().map(|s| crate::batch::loadable(rom, packing, s)).collect::<Result<Vec<_>, _>>()?;
-        states.copy_from_slice(&loaded);
-        Ok(())
+        states.iter().map(|s| crate::batch::loadable(rom, packing, s)).collect()
+    }
+
+    fn check_pixels(pixels: Option<&[u8]>, n_envs: usize) -> Result<(), Error> {
+        match pixels {
+            Some(p) if p.len() != n_envs * PIXELS_PER_ENV => {
+                Err(Error::BadArgument(format!("pixel buffer of {} bytes for {n_envs} envs", p.len())))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// One CPU step (an instruction, or an interrupt sequence) of one console: pinpoints the

@@ -59,8 +59,11 @@ impl Packing {
         self.regions().map(|(a, b)| b - a).sum()
     }
 
+    // The packing itself is the crate's (callers size the buffers): a user reads the layout
+    // (`stride`, `bits`) to find a state in `DevicePointers::states`.
+
     /// Writes `state` packed into `out` (`stride()` bytes).
-    pub fn pack(self, state: &FlatState, out: &mut [u8]) {
+    pub(crate) fn pack(self, state: &FlatState, out: &mut [u8]) {
         let mut bytes = [0u8; SIZE];
         state.to_bytes(&mut bytes);
         let mut at = 0;
@@ -72,7 +75,7 @@ impl Packing {
 
     /// The state packed in `packed` (`stride()` bytes); the regions not kept are zero, as the
     /// cartridge never touched them.
-    pub fn unpack(self, packed: &[u8]) -> FlatState {
+    pub(crate) fn unpack(self, packed: &[u8]) -> FlatState {
         let mut bytes = [0u8; SIZE];
         let mut at = 0;
         for (a, b) in self.regions() {
@@ -83,7 +86,7 @@ impl Packing {
     }
 
     /// `states` packed one after another.
-    pub fn pack_all(self, states: &[FlatState]) -> Vec<u8> {
+    pub(crate) fn pack_all(self, states: &[FlatState]) -> Vec<u8> {
         let s = self.stride();
         let mut out = vec![0u8; states.len() * s];
         for (st, chunk) in states.iter().zip(out.chunks_exact_mut(s)) {
@@ -93,13 +96,13 @@ impl Packing {
     }
 
     /// The states packed one after another in `packed`.
-    pub fn unpack_all(self, packed: &[u8]) -> Vec<FlatState> {
+    pub(crate) fn unpack_all(self, packed: &[u8]) -> Vec<FlatState> {
         packed.chunks_exact(self.stride()).map(|c| self.unpack(c)).collect()
     }
 
     /// Whether `state` has nothing in the regions this packing drops (what [`Packing::unpack`]
     /// assumes: a state made by nes-core for this ROM always has zeros there).
-    pub fn keeps_everything_of(self, state: &FlatState) -> bool {
+    pub(crate) fn keeps_everything_of(self, state: &FlatState) -> bool {
         let mut packed = vec![0u8; self.stride()];
         self.pack(state, &mut packed);
         self.unpack(&packed) == *state

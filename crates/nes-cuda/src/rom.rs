@@ -7,7 +7,7 @@ use nes_core::Console;
 
 /// A parsed ROM: its PRG/CHR images and a powered-on cartridge template. Read-only once made:
 /// states are validated against the cartridge, and the kernels index the images by them.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RomImage {
     pub(crate) prg: Vec<u8>,
     /// CHR ROM; empty when the board has CHR RAM (which lives in each FlatState).
@@ -16,6 +16,17 @@ pub struct RomImage {
     /// fetch, built once here for the host build and for the GPU's copy.
     code: Vec<u32>,
     cart: Cart,
+}
+
+/// Sizes, not bytes: a `{:?}` of a batch would otherwise print the whole ROM (2 MB for Contra).
+impl std::fmt::Debug for RomImage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RomImage")
+            .field("prg", &self.prg.len())
+            .field("chr", &self.chr.len())
+            .field("cart", &self.cart)
+            .finish()
+    }
 }
 
 impl RomImage {
