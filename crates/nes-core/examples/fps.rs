@@ -26,9 +26,9 @@ fn main() {
     let mut actions_path = None;
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--steps" => steps = args.next().and_then(|s| s.parse().ok()).expect("--steps N"),
-            "--mode" => mode = args.next().expect("--mode none|pixels|rgb"),
-            "--actions" => actions_path = Some(args.next().expect("--actions FILE")),
+            "--steps" => steps = args.next().and_then(|s| s.parse().ok()).unwrap_or_else(|| fail("--steps N")),
+            "--mode" => mode = args.next().unwrap_or_else(|| fail("--mode none|pixels|rgb")),
+            "--actions" => actions_path = Some(args.next().unwrap_or_else(|| fail("--actions FILE"))),
             _ if rom_path.is_none() => rom_path = Some(a),
             _ => fail(&format!("unexpected argument {a}")),
         }

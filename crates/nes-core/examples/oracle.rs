@@ -55,7 +55,7 @@ fn script(f: u64) -> u8 {
 }
 
 fn game(file: &str) -> PathBuf {
-    smb::rom_dir().join(file)
+    smb::rom_path(file)
 }
 
 fn test_rom(path: &str) -> PathBuf {

@@ -155,11 +155,10 @@ fn survey(name: &str, rom: &[u8], frames: u64, smb: bool) -> Tally {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let frames: u64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(1000);
-    let dir = smb::rom_dir();
     let roms: Vec<PathBuf> = if args.len() > 1 {
         args[1..].iter().map(PathBuf::from).collect()
     } else {
-        ["super-mario-bros.nes", "tetris.nes", "zelda.nes", "contra.nes"].iter().map(|r| dir.join(r)).collect()
+        ["super-mario-bros.nes", "tetris.nes", "zelda.nes", "contra.nes"].iter().map(|r| smb::rom_path(r)).collect()
     };
     for path in roms {
         let Ok(rom) = std::fs::read(&path) else {

@@ -8,12 +8,14 @@
 //! (default 600 both). Boot (200 frames, Start pressed at 60-63) runs on nes-core and is not
 //! timed. For instruction counts run the binary under
 //! `valgrind --tool=callgrind --toggle-collect=nesle_host_step target/release/examples/host_fps 120 off`.
-//! ROM: `$NESLE_ROM_DIR/super-mario-bros.nes` (default `~/.cache/nesle/roms`).
+//! ROM: `super-mario-bros.nes` in `$NESLE_ROM_DIR`, else in `~/.cache/nesle/roms`.
 
 use nes_core::Console;
 use nes_cuda::{host, RomImage, PIXELS_PER_ENV};
-use std::path::PathBuf;
 use std::time::Instant;
+
+#[path = "../../nes-core/examples/common/smb.rs"]
+mod smb;
 
 /// Run right with B, jump every 40 frames (the perf-notes protocol's scripted play).
 fn play_input(frame: usize) -> u8 {
@@ -28,11 +30,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let frames: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(600);
     let mode = args.get(2).map(String::as_str).unwrap_or("both");
-    let dir = match std::env::var("NESLE_ROM_DIR") {
-        Ok(d) => PathBuf::from(d),
-        Err(_) => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms"),
-    };
-    let rom = std::fs::read(dir.join("super-mario-bros.nes")).expect("super-mario-bros.nes (set NESLE_ROM_DIR)");
+    let rom = std::fs::read(smb::rom_path("super-mario-bros.nes")).expect("super-mario-bros.nes (set NESLE_ROM_DIR)");
     let image = RomImage::new(&rom).unwrap();
     let mut core = Console::new(&rom).unwrap();
     for f in 0..200 {

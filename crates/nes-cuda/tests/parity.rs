@@ -29,7 +29,7 @@ fn test_rom_dir() -> PathBuf {
 }
 
 fn game_rom(name: &str) -> Result<Vec<u8>, String> {
-    let path = common::rom_dir().join(name);
+    let path = common::rom_path(name);
     std::fs::read(&path).map_err(|e| {
         format!(
             "{} missing ({e}): the Python side fetches it (gym-super-mario-bros 7.4.0 wheel); \

@@ -3,27 +3,35 @@
 use nes_core::Console;
 use std::path::PathBuf;
 
-/// Where the game ROMs are: `$NESLE_ROM_DIR`, else the folder `nesle roms fetch` fills
-/// (`$XDG_CACHE_HOME/nesle/roms`, default `~/.cache/nesle/roms`).
+/// Where the game ROMs are, in the order searched: `$NESLE_ROM_DIR`, then the folder
+/// `nesle roms fetch` fills (`$XDG_CACHE_HOME/nesle/roms`, default `~/.cache/nesle/roms`), as
+/// the Python package and nes-core's tests search them.
 #[allow(dead_code)] // not every example that includes this file boots SMB, nor the other way
-pub fn rom_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("NESLE_ROM_DIR") {
-        return d.into();
-    }
-    match std::env::var_os("XDG_CACHE_HOME") {
+pub fn rom_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("NESLE_ROM_DIR").map(PathBuf::from).into_iter().collect();
+    dirs.push(match std::env::var_os("XDG_CACHE_HOME") {
         Some(c) if !c.is_empty() => PathBuf::from(c).join("nesle/roms"),
         _ => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/nesle/roms"),
-    }
+    });
+    dirs
 }
 
-/// Super Mario Bros. from [`rom_dir`], just powered on.
+/// The game ROM `file` in the first of [`rom_dirs`] that holds it (else its path in the first,
+/// for the error a read of it gives).
+#[allow(dead_code)]
+pub fn rom_path(file: &str) -> PathBuf {
+    let dirs = rom_dirs();
+    dirs.iter().map(|d| d.join(file)).find(|p| p.is_file()).unwrap_or_else(|| dirs[0].join(file))
+}
+
+/// Super Mario Bros. from [`rom_path`], just powered on.
 #[allow(dead_code)]
 pub fn power_on() -> Console {
-    let rom = std::fs::read(rom_dir().join("super-mario-bros.nes")).expect("super-mario-bros.nes (set NESLE_ROM_DIR)");
+    let rom = std::fs::read(rom_path("super-mario-bros.nes")).expect("super-mario-bros.nes (set NESLE_ROM_DIR)");
     Console::new(&rom).expect("a valid ROM")
 }
 
-/// Super Mario Bros. from [`rom_dir`], booted with one press of Start to the first frame of
+/// Super Mario Bros. from [`rom_path`], booted with one press of Start to the first frame of
 /// play in World 1-1 (the GPU benchmark's start).
 #[allow(dead_code)]
 pub fn world_1_1() -> Console {

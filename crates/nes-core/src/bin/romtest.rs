@@ -43,9 +43,12 @@ fn parse_press(s: &str) -> Result<Press, String> {
         Some((a, b)) => (frame(a)?, frame(b)?),
         None => {
             let a = frame(when)?;
-            (a, a + 5)
+            (a, a.saturating_add(5))
         }
     };
+    if until <= from {
+        return Err(format!("--press {s}: the frames run from {from} up to, not including, {until}: none"));
+    }
     Ok(Press { buttons, from, until })
 }
 
@@ -113,5 +116,28 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_press_is_a_range_of_frames_or_five_from_one() {
+        let p = parse_press("START@40-45").unwrap();
+        assert_eq!((p.buttons, p.from, p.until), (controller::START, 40, 45));
+        let p = parse_press("A+B@7").unwrap();
+        assert_eq!((p.from, p.until), (7, 12));
+        // Five frames from the last one there is: none to hold it in, not an overflow.
+        assert!(parse_press(&format!("A@{}", u64::MAX)).is_err());
+        assert_eq!(parse_press(&format!("A@{}", u64::MAX - 9)).unwrap().until, u64::MAX - 4);
+    }
+
+    #[test]
+    fn a_press_of_no_frames_is_refused() {
+        assert!(parse_press("START@50-40").unwrap_err().contains("none"));
+        assert!(parse_press("START@50-50").is_err());
+        assert!(parse_press("START@x").is_err() && parse_press("START").is_err());
     }
 }

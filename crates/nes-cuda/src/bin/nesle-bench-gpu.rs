@@ -1,4 +1,4 @@
-//! GPU throughput (ANCHORS.md protocols A and B) and GPU-vs-nes-core parity.
+//! GPU throughput (protocols A and B: docs/benchmarks/README.md, "Protocols") and GPU-vs-nes-core parity.
 //!
 //! Throughput: `nesle-bench-gpu [--envs 1,4096,16384,65536,131072] [--protocols A,B] [--pixels]
 //!   (--pixels: B+pixels, the 84x84 grayscale observation made on the device every step, by the
@@ -79,7 +79,7 @@ struct Args {
     boot_frames: Option<usize>,
 }
 
-fn parse_args() -> Result<Args, String> {
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut a = Args {
         envs: vec![1, 4096, 16384, 65536, 131072],
         protocols: vec!['A', 'B'],
@@ -103,13 +103,26 @@ fn parse_args() -> Result<Args, String> {
         gray_after: false,
         boot_frames: None,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = args;
     while let Some(flag) = it.next() {
         let mut val = || it.next().ok_or_else(|| format!("{flag} needs a value"));
-        let num = |v: String| v.parse::<usize>().map_err(|e| format!("{v}: {e}"));
+        let num = |v: String| v.parse::<usize>().map_err(|e| format!("{flag} {v}: {e}"));
+        let positive = |v: String| match num(v.clone())? {
+            0 => Err(format!("{flag} {v}: must be at least 1")),
+            n => Ok(n),
+        };
         match flag.as_str() {
-            "--envs" => a.envs = val()?.split(',').map(|s| num(s.to_string())).collect::<Result<_, _>>()?,
-            "--protocols" => a.protocols = val()?.split(',').filter_map(|s| s.trim().chars().next()).collect(),
+            "--envs" => a.envs = val()?.split(',').map(|s| positive(s.to_string())).collect::<Result<_, _>>()?,
+            "--protocols" => {
+                a.protocols = val()?
+                    .split(',')
+                    .map(|p| match p.trim() {
+                        "A" | "a" => Ok('A'),
+                        "B" | "b" => Ok('B'),
+                        other => Err(format!("--protocols: A or B, comma-separated, got '{other}'")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
             "--pixels" => a.pixels = true,
             "--rgb" => {
                 a.pixels = true;
@@ -119,13 +132,16 @@ fn parse_args() -> Result<Args, String> {
             "--out" => a.out = PathBuf::from(val()?),
             "--warmup" => a.warmup = num(val()?)?,
             "--steps" => {
-                let n = num(val()?)?;
+                let n = positive(val()?)?;
                 a.steps = n;
                 a.parity_steps = n;
             }
-            "--frameskip" => a.frameskip = num(val()?)? as u32,
+            "--frameskip" => {
+                let v = val()?;
+                a.frameskip = u32::try_from(positive(v.clone())?).map_err(|_| format!("--frameskip {v}: too many"))?
+            }
             "--device" => a.device = num(val()?)?,
-            "--parity" => a.parity = Some(num(val()?)?),
+            "--parity" => a.parity = Some(positive(val()?)?),
             "--press-start" => a.press_start = num(val()?)?,
             "--test-roms" => a.test_roms = Some(PathBuf::from(val()?)),
             "--regroup" => a.regroup = Some(num(val()?)?),
@@ -163,10 +179,14 @@ fn smb_path(a: &Args) -> PathBuf {
     if let Some(p) = &a.rom {
         return p.clone();
     }
-    let dir = std::env::var("NESLE_ROM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/nesle/roms"));
-    dir.join("super-mario-bros.nes")
+    // NESLE_ROM_DIR first, then the folder `nesle roms fetch` fills, as the Python package.
+    let mut dirs: Vec<PathBuf> = std::env::var_os("NESLE_ROM_DIR").map(PathBuf::from).into_iter().collect();
+    dirs.push(match std::env::var_os("XDG_CACHE_HOME") {
+        Some(c) if !c.is_empty() => PathBuf::from(c).join("nesle/roms"),
+        _ => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/nesle/roms"),
+    });
+    let file = |d: &PathBuf| d.join("super-mario-bros.nes");
+    dirs.iter().map(file).find(|p| p.is_file()).unwrap_or_else(|| file(&dirs[0]))
 }
 
 /// Timed steps per progress line.
@@ -422,16 +442,27 @@ fn batch_config(a: &Args, regroup_every: u32) -> BatchConfig {
     }
 }
 
+/// Why a ROM's parity run did not pass: the GPU and nes-core differ, or the run could not be
+/// made (no GPU or kernels, too little memory, a ROM nes-core refuses, a CUDA error).
+enum Failed {
+    Mismatch(String),
+    CannotRun(String),
+}
+
+fn cannot_run(e: impl ToString) -> Failed {
+    Failed::CannotRun(e.to_string())
+}
+
 /// Runs `n` envs of `rom` on the GPU and on nes-core; compares every state after each step.
-fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<String, String> {
-    let image = RomImage::new(rom).map_err(|e| e.to_string())?;
+fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<String, Failed> {
+    let image = RomImage::new(rom).map_err(cannot_run)?;
     let mut start = image.power_on();
     start.ppu_render_pixels = a.pixels as u8;
     // A random order every K steps (`--regroup K`) in place of the batch's own regrouping.
     let shuffle_every = a.regroup.unwrap_or(0);
     let every = if a.regroup.is_some() { 0 } else { REGROUP_EVERY };
     let config = batch_config(a, every);
-    let mut batch = Batch::with_state(image.clone(), n, config, &start).map_err(|e| e.to_string())?;
+    let mut batch = Batch::with_state(image.clone(), n, config, &start).map_err(cannot_run)?;
     let mut cores: Vec<Console> = (0..n).map(|_| Console::new(rom).unwrap()).collect();
     for c in &mut cores {
         c.set_render(a.pixels);
@@ -445,7 +476,7 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
             for i in (1..n).rev() {
                 order.swap(i, shuffle.next() as usize % (i + 1));
             }
-            batch.set_order(Some(&order)).map_err(|e| e.to_string())?;
+            batch.set_order(Some(&order)).map_err(cannot_run)?;
         }
         let actions: Vec<u8> = rngs
             .iter_mut()
@@ -467,9 +498,9 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
             })
             .collect();
         if shuffle_every == 0 && !a.regroup_on_host {
-            check_device_sort(&mut batch).map_err(|e| format!("{label}: step {step}: {e}"))?;
+            check_device_sort(&mut batch).map_err(|e| Failed::Mismatch(format!("{label}: step {step}: {e}")))?;
         }
-        batch.step(&actions, a.frameskip).map_err(|e| e.to_string())?;
+        batch.step(&actions, a.frameskip).map_err(cannot_run)?;
         let chunk = n.div_ceil(threads);
         std::thread::scope(|s| {
             for (cs, acts) in cores.chunks_mut(chunk).zip(actions.chunks(chunk)) {
@@ -483,28 +514,30 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
                 });
             }
         });
-        let gpu = batch.states_to_host().map_err(|e| e.to_string())?;
+        let gpu = batch.states_to_host().map_err(cannot_run)?;
         for (e, (c, g)) in cores.iter().zip(&gpu).enumerate() {
             if let Some((field, i)) = first_difference(&c.to_flat(), g) {
-                return Err(format!("{label}: env {e} step {step}: first differing field `{field}`[{i}]"));
+                return Err(Failed::Mismatch(format!(
+                    "{label}: env {e} step {step}: first differing field `{field}`[{i}]"
+                )));
             }
         }
         if a.pixels {
-            let px = batch.pixels_to_host().map_err(|e| e.to_string())?;
+            let px = batch.pixels_to_host().map_err(cannot_run)?;
             for (e, c) in cores.iter().enumerate() {
                 let gpu_px = &px[e * PIXELS_PER_ENV..(e + 1) * PIXELS_PER_ENV];
                 if let Some(i) = gpu_px.iter().zip(c.pixels().iter()).position(|(g, c)| g != c) {
-                    return Err(format!("{label}: env {e} step {step}: pixel {i} differs"));
+                    return Err(Failed::Mismatch(format!("{label}: env {e} step {step}: pixel {i} differs")));
                 }
             }
         }
         if a.rgb {
-            let rgb = batch.rgb_to_host().map_err(|e| e.to_string())?;
+            let rgb = batch.rgb_to_host().map_err(cannot_run)?;
             let mut want = vec![0u8; RGB_BYTES];
             for (e, c) in cores.iter().enumerate() {
                 nes_core::palette::indices_to_rgb(c.pixels(), &mut want);
                 if let Some(i) = rgb[e * RGB_BYTES..(e + 1) * RGB_BYTES].iter().zip(&want).position(|(g, w)| g != w) {
-                    return Err(format!("{label}: env {e} step {step}: RGB byte {i} differs"));
+                    return Err(Failed::Mismatch(format!("{label}: env {e} step {step}: RGB byte {i} differs")));
                 }
             }
         }
@@ -534,30 +567,56 @@ fn parity(a: &Args, n: usize) -> Result<(), String> {
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         roms.push((path.file_name().unwrap_or_default().to_string_lossy().to_string(), bytes, true));
     }
-    let mut failed = 0;
+    let (mut differ, mut errors) = (0, Vec::new());
     for (label, bytes, smb) in &roms {
         match parity_one(a, label, bytes, n, *smb) {
             Ok(msg) => println!("ok        {msg}"),
-            Err(msg) => {
-                failed += 1;
+            Err(Failed::Mismatch(msg)) => {
+                differ += 1;
                 println!("MISMATCH  {msg}");
+            }
+            Err(Failed::CannotRun(msg)) => {
+                println!("ERROR     {label}: {msg}");
+                errors.push(msg);
             }
         }
     }
-    println!("GPU parity: {} of {} ROMs identical", roms.len() - failed, roms.len());
-    if failed > 0 {
-        return Err(format!("{failed} ROMs differ between the GPU and nes-core"));
+    println!("GPU parity: {} of {} ROMs identical", roms.len() - differ - errors.len(), roms.len());
+    match (differ, errors.first()) {
+        (0, None) => Ok(()),
+        // Not a difference: the GPU, its kernels or its memory could not run the comparison.
+        (0, Some(first)) => Err(format!("{} ROMs could not run: {first}", errors.len())),
+        _ => Err(format!("{differ} ROMs differ between the GPU and nes-core ({} could not run)", errors.len())),
     }
-    Ok(())
 }
 
 fn main() {
-    let result = parse_args().and_then(|a| match a.parity {
+    let result = parse_args(std::env::args().skip(1)).and_then(|a| match a.parity {
         Some(n) => parity(&a, n),
         None => bench(&a),
     });
     if let Err(e) = result {
         eprintln!("nesle-bench-gpu: {e}");
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Result<Args, String> {
+        parse_args(line.split_whitespace().map(String::from))
+    }
+
+    #[test]
+    fn protocols_are_a_or_b_and_counts_are_at_least_one() {
+        assert_eq!(parse("--protocols b,A").unwrap().protocols, vec!['B', 'A']);
+        assert!(parse("--protocols b,x").err().unwrap().contains("got 'x'"));
+        assert!(parse("--protocols ,").is_err());
+        for bad in ["--envs 4,0", "--parity 0", "--steps 0", "--frameskip 0", "--frameskip 4294967296"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse("--frameskip 8").unwrap().frameskip, 8);
     }
 }

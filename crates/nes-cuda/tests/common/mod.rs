@@ -7,17 +7,17 @@ pub use rng::Rng;
 
 use std::path::PathBuf;
 
-// Where the game ROMs are (`rom_dir`: NESLE_ROM_DIR, else the folder `nesle roms fetch` fills),
-// as nes-core's examples look.
+// Where the game ROMs are (`rom_path`: NESLE_ROM_DIR, then the folder `nesle roms fetch`
+// fills), as nes-core's examples look.
 #[path = "../../../nes-core/examples/common/smb.rs"]
 mod smb;
 #[allow(unused_imports)] // not every test crate that shares this module reads ROMs
-pub use smb::rom_dir;
+pub use smb::rom_path;
 
-/// A game ROM from [`rom_dir`], if there.
+/// A game ROM from [`rom_path`], if there.
 #[allow(dead_code)]
 pub fn rom(name: &str) -> Option<Vec<u8>> {
-    std::fs::read(rom_dir().join(name)).ok()
+    std::fs::read(rom_path(name)).ok()
 }
 
 /// Every .nes file under the test ROM folder (NESLE_TEST_ROMS, default ../shared/test-roms).
