@@ -2,7 +2,7 @@
 """How CPU throughput grows with cores: nesle's CPU backend next to nes-py and stable-retro run
 one process per core, in one run on one machine.
 
-Protocol B of docs/ANCHORS.md (Super Mario Bros. from World 1-1, frameskip 4, one of the 7
+Protocol B of docs/benchmarks/README.md, "Protocols" (Super Mario Bros. from World 1-1, frameskip 4, one of the 7
 SIMPLE_MOVEMENT masks per step from a seeded generator, no resets, no picture asked for), at
 ``--workers`` = 1, 2, ... cores:
 

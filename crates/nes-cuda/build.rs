@@ -3,7 +3,7 @@
 //!    CPU parity tests (no GPU, runs in CI) and the CPU backend's gray84;
 //! 2. `kernels/nesle.cu` with nvcc into a fatbin (SASS sm_75/80/86/89/90 + PTX compute_90),
 //!    embedded by `src/launch/images.rs`. nvcc comes from `NESLE_NVCC`, else the pinned pip wheel
-//!    (`site-packages/nvidia/cu13/bin/nvcc`, see docs TOOLCHAIN.md), else `nvcc` on PATH.
+//!    (`site-packages/nvidia/cu13/bin/nvcc`, the Makefile's NVCC_WHEELS), else `nvcc` on PATH.
 //!    Without nvcc the crate still builds, embeds nothing, and `Batch::new` reports it; with
 //!    `NESLE_REQUIRE_KERNELS=1` (CI) a missing nvcc or a failed compile is a build error.
 //!

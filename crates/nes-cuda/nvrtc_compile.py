@@ -63,7 +63,7 @@ class Nvrtc:
     def __init__(self, path):
         libdir = os.path.dirname(os.path.abspath(path))
         # libnvrtc loads its builtins library at compile time; preload it by full path so the
-        # lookup never depends on RPATH/LD_LIBRARY_PATH (13.0.88 has no RPATH, see TOOLCHAIN.md).
+        # lookup never depends on RPATH/LD_LIBRARY_PATH (the 13.0.88 wheel's library has no RPATH).
         for name in sorted(os.listdir(libdir)):
             if name.startswith("libnvrtc-builtins.so."):
                 ctypes.CDLL(os.path.join(libdir, name), mode=ctypes.RTLD_GLOBAL)

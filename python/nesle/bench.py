@@ -39,7 +39,7 @@ RIGHT = 0x80
 PROTOCOLS = ("A", "B")
 BACKENDS = ("cpu", "cuda")
 
-# The env counts a run takes unless given: the issue's table on CUDA (ANCHORS.md's protocols,
+# The env counts a run takes unless given: the protocols' table on CUDA (docs/benchmarks/README.md,
 # 65,536 the headline), a few on the CPU, where each env is a core's share of work.
 DEFAULT_ENVS = {"cpu": [1, 16], "cuda": [1, 4096, 16384, 65536, 131072]}
 

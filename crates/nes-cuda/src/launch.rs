@@ -184,7 +184,7 @@ impl Gpu {
             return Err(Error::NoKernels);
         }
         // SAFETY: only tries to dlopen libcuda and reports whether it worked; cudarc would
-        // panic on first use without it (TOOLCHAIN.md), so this check comes first.
+        // panic on first use without it, so this check comes first.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err(Error::NoDevice("the CUDA driver library (libcuda.so) is not installed".into()));
         }

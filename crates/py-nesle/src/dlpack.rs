@@ -1,8 +1,8 @@
 //! DLPack, both ways: zero-copy views of a batch's device buffers for torch/JAX/CuPy, and
 //! reading a consumer's CUDA tensor (the actions) without a host round trip.
 //!
-//! The structs are the C ABI of `dlpack.h` (v1.0), written out by hand: no crate pins a pyo3
-//! we can use (TOOLCHAIN.md). Every `unsafe` block of py-nesle lives in this file, including
+//! The structs are the C ABI of `dlpack.h` (v1.0), written out by hand: no DLPack crate supports
+//! the pyo3 we build with. Every `unsafe` block of py-nesle lives in this file, including
 //! [`HostBuffer`], the shared host memory behind `CpuBatch.ram_view()` / `pixels_view()`.
 //!
 //! Export ([`DLPackView`]): `__dlpack__` returns a PyCapsule named `"dltensor"` (or
