@@ -763,8 +763,9 @@ impl Batch {
         Ok(())
     }
 
-    /// Env i takes bank state `pick[i]` (default `i % bank.len()`) where `mask[i] != 0`.
-    /// Runs on the device, queued after earlier steps.
+    /// Env i takes bank state `pick[i]` (default `i % bank.len()`) where `mask[i] != 0`; a pick
+    /// past the bank leaves the env as it is, as in [`Batch::reset_masked_device`]. Runs on the
+    /// device, queued after earlier steps.
     pub fn reset_masked(&mut self, mask: &[u8], pick: Option<&[u32]>) -> Result<(), Error> {
         if mask.len() != self.n_envs || pick.is_some_and(|p| p.len() != self.n_envs) {
             return Err(Error::BadArgument("mask and pick need one entry per env".into()));
