@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Single-thread frames/s of nesle and the CPU NES emulators RL uses, side by side, in one run.
 
-Every emulator gets the same protocol (docs/benchmarks/README.md, "Protocols", one env):
+Every emulator gets the same protocol (docs/benchmarks/README.md, Protocols, one env):
 
 1. power on; tap Start (5 frames on, 5 off) while Super Mario Bros. shows its title, until World
    1-1 is playable (OperMode $0770 = 1 and OperMode_Task $0772 = 3). Not timed.

@@ -2,8 +2,9 @@
 """How CPU throughput grows with cores: nesle's CPU backend next to nes-py and stable-retro run
 one process per core, in one run on one machine.
 
-Protocol B of docs/benchmarks/README.md, "Protocols" (Super Mario Bros. from World 1-1, frameskip 4, one of the 7
-SIMPLE_MOVEMENT masks per step from a seeded generator, no resets, no picture asked for), at
+Protocol B (docs/benchmarks/README.md, Protocols: Super Mario Bros. from World 1-1, frameskip 4,
+one of the 7 SIMPLE_MOVEMENT masks per step from a seeded generator, no resets, no picture asked
+for), at
 ``--workers`` = 1, 2, ... cores:
 
 - ``nesle``: one ``nesle._native.CpuBatch`` of ``--envs-per-worker`` x workers consoles, its

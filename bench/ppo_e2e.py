@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The E2E protocol of docs/benchmarks/README.md, "Protocols": PPO training (rollout and learning), env-steps per second
-of wall time, on Super Mario Bros. from World 1-1 with RAM observations, frameskip 4.
+"""The E2E protocol (docs/benchmarks/README.md, Protocols): PPO training (rollout and learning),
+env-steps per second of wall time, on Super Mario Bros. from World 1-1 with RAM observations,
+frameskip 4.
 
 Three rows, run in turn in every round, on one backend and one env count:
 
@@ -114,8 +115,8 @@ def main() -> int:
                         "logical_cpus": os.cpu_count(), "python": platform.python_version(),
                         "torch": torch.__version__,
                         "gpu": torch.cuda.get_device_name() if args.backend == "cuda" else None},
-            "protocol": "E2E (docs/benchmarks/README.md, "Protocols"): SMB World 1-1, RAM observations, frameskip 4; "
-                        "see bench/ppo_e2e.py for the three rows",
+            "protocol": "E2E (docs/benchmarks/README.md, Protocols): SMB World 1-1, RAM observations, "
+                        "frameskip 4; see bench/ppo_e2e.py for the three rows",
             "backend": args.backend, "envs": args.envs, "steps_per_row": args.steps, "tf32": args.tf32,
             "rounds": figures, "median": median,
         }, indent=1) + "\n")  # fmt: skip

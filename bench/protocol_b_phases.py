@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """What the envs of protocol B are doing, step by step, and what a step costs then.
 
-Protocol B (docs/benchmarks/README.md, "Protocols": SMB from World 1-1, frameskip 4, a random SIMPLE_MOVEMENT mask per
-env and step, no resets) on the CPU backend, the same start and action draw as ``nesle bench``.
+Protocol B (docs/benchmarks/README.md, Protocols: SMB from World 1-1, frameskip 4, a random
+SIMPLE_MOVEMENT mask per env and step, no resets) on the CPU backend, the same start and action
+draw as ``nesle bench``.
 Every ``--every`` steps it prints the wall time of that step and, from the RAM, how many envs are
 in play (GameEngineSubroutine $000E = 8), in the death sequence ($0E = $0B), their lives ($075A)
 and the mean level page ($006D). A GPU warp runs 32 of these envs together: the mix of phases is
