@@ -36,9 +36,11 @@ test-setup:
 NVCC_WHEELS = nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96 \
 	nvidia-cuda-nvrtc-cu12==12.9.86
 
-# rustfmt.toml sets the format; clippy and rustdoc warnings fail the build. The kernels are left
-# out of these builds (the test build below compiles them).
+# ruff's pyflakes checks (pyproject.toml); rustfmt.toml sets the Rust format; clippy and rustdoc
+# warnings fail the build. The kernels are left out of these builds (the test build below
+# compiles them).
 test-lint:
+	$(PYTHON) -m ruff check bench python tests
 	cargo fmt --all -- --check
 	NESLE_NVCC=none NESLE_NVRTC=none cargo clippy --workspace --all-targets -- -D warnings
 	NESLE_NVCC=none NESLE_NVRTC=none RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
