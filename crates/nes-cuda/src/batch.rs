@@ -9,8 +9,7 @@ mod policies;
 
 pub use policies::{LinesPolicy, SortPolicy, LINES_PAUSE, LINES_WINDOW, SORT_CALM_MAX};
 
-use crate::error::host_zeros;
-use crate::launch::{self, Fence, Gpu, LINES_REDRAW, LINE_LOG_BYTES, LINE_LOG_FLAGS_AT};
+use crate::launch::{self, host_zeros, Fence, Gpu, LINES_REDRAW, LINE_LOG_BYTES, LINE_LOG_FLAGS_AT};
 use crate::packed::Packing;
 use crate::{DeviceReport, Error, FlatState, RomImage, PIXELS_PER_ENV};
 use cudarc::driver::{CudaEvent, CudaSlice, PinnedHostSlice};

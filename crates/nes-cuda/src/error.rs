@@ -73,12 +73,3 @@ impl From<nes_core::StateError> for Error {
         Error::State(e)
     }
 }
-
-/// A zeroed host buffer of `len` bytes, or [`Error::HostMemory`] when the host has no room for
-/// it (`vec!` would abort the process instead).
-pub(crate) fn host_zeros(len: usize) -> Result<Vec<u8>, Error> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| Error::HostMemory { bytes: len })?;
-    v.resize(len, 0);
-    Ok(v)
-}

@@ -763,6 +763,24 @@ pub(crate) fn tables_as_bytes(t: &GrayTables) -> &[u8] {
     unsafe { std::slice::from_raw_parts((t as *const GrayTables).cast::<u8>(), std::mem::size_of::<GrayTables>()) }
 }
 
+/// A zeroed host buffer of `len` bytes, or [`Error::HostMemory`] when the host has no room for
+/// it, where `vec![0; len]` would abort the process. Zeroed allocation is calloc, as `vec!`'s
+/// is: the pages a download then fills were never written twice.
+pub fn host_zeros(len: usize) -> Result<Vec<u8>, Error> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| Error::HostMemory { bytes: len })?;
+    // SAFETY: `layout` has a non-zero size.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(Error::HostMemory { bytes: len });
+    }
+    // SAFETY: a live allocation of `len` zeroed bytes from the global allocator with the layout
+    // of a `Vec<u8>` of capacity `len`, which then owns and frees it.
+    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::{default_step_block, lines_grid, parse_timeout, step_grid};

@@ -31,7 +31,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMemoryView};
 use rayon::prelude::*;
 
-use crate::dlpack::{try_zeroed_vec, DLPackView, HostBuffer};
+use crate::dlpack::{DLPackView, HostBuffer};
 use crate::error::{panic_error, rom_error, state_error};
 use crate::{HEIGHT, RAM_SIZE, WIDTH};
 
@@ -189,7 +189,7 @@ pub(crate) fn fill_out<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let Some(out) = out else {
         let len = shape.iter().product::<usize>();
-        let mut buf = try_zeroed_vec(len).ok_or_else(|| {
+        let mut buf = nes_cuda::host_zeros(len).map_err(|_| {
             PyMemoryError::new_err(format!(
                 "an array of shape {} ({:.1} GiB) could not be allocated",
                 py_shape(shape),

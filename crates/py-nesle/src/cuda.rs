@@ -747,8 +747,7 @@ impl CudaBatch {
         let Some(out) = out else {
             let rgb = self.run(py, |inner| {
                 let idx = host_pixels(inner)?;
-                let bytes = idx.len() * 3;
-                let mut rgb = crate::dlpack::try_zeroed_vec(bytes).ok_or(Error::HostMemory { bytes })?;
+                let mut rgb = nes_cuda::host_zeros(idx.len() * 3)?;
                 rgb.par_chunks_mut(PIXELS_PER_ENV * 3)
                     .zip(idx.par_chunks(PIXELS_PER_ENV))
                     .for_each(|(dst, src)| palette::indices_to_rgb(src, dst));
@@ -906,7 +905,6 @@ fn host_pixels(inner: &mut Inner) -> Result<Vec<u8>, Error> {
     if inner.has_pixels() {
         inner.batch.lock().pixels_to_host()
     } else {
-        let bytes = inner.n * PIXELS_PER_ENV;
-        crate::dlpack::try_zeroed_vec(bytes).ok_or(Error::HostMemory { bytes })
+        nes_cuda::host_zeros(inner.n * PIXELS_PER_ENV)
     }
 }

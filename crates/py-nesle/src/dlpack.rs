@@ -347,21 +347,6 @@ pub fn _host_view(data: Vec<u8>, shape: Vec<i64>, strides: Vec<i64>, offset: usi
 // ---------------------------------------------------------------------------------------------
 // Host buffers: memory a batch writes and read-only NumPy views read (`CpuBatch.ram_view`).
 
-/// `len` zeroed bytes, or `None` when the allocator cannot give that much: a batch or an
-/// array too large for the host is an error to report, where `vec![0; len]` would abort the
-/// process. Zeroed allocation is calloc, as `vec![0; len]` is: untouched pages cost nothing.
-pub fn try_zeroed_vec(len: usize) -> Option<Vec<u8>> {
-    if len == 0 {
-        return Some(Vec::new());
-    }
-    let layout = std::alloc::Layout::array::<u8>(len).ok()?;
-    // SAFETY: `layout` has a non-zero size.
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-    // SAFETY: a live allocation of `len` zeroed bytes from the global allocator with the
-    // layout of a `Vec<u8>` of capacity `len`, which then owns and frees it.
-    (!ptr.is_null()).then(|| unsafe { Vec::from_raw_parts(ptr, len, len) })
-}
-
 /// The allocation of a [`HostBuffer`], shared with the views exported from it.
 #[derive(Debug)]
 struct HostBytes {
@@ -396,7 +381,7 @@ pub struct HostBuffer {
 impl HostBuffer {
     /// `len` zeroed bytes, or `None` when the allocator cannot give that much.
     pub fn try_zeroed(len: usize) -> Option<Self> {
-        let ptr = Box::into_raw(try_zeroed_vec(len)?.into_boxed_slice()) as *mut u8;
+        let ptr = Box::into_raw(nes_cuda::host_zeros(len).ok()?.into_boxed_slice()) as *mut u8;
         Some(HostBuffer { bytes: Arc::new(HostBytes { ptr, len }) })
     }
 
