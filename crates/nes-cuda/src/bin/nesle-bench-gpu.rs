@@ -41,6 +41,10 @@ use nes_cuda::{Batch, BatchConfig, Error, RomImage, PIXELS_PER_ENV, REGROUP_EVER
 use std::path::PathBuf;
 use std::time::Instant;
 
+// The ROM lookup of nes-core's examples: NESLE_ROM_DIR, then the folder `nesle roms fetch` fills.
+#[path = "../../../nes-core/examples/common/smb.rs"]
+mod smb;
+
 /// SIMPLE_MOVEMENT: NOOP, R, R+A, R+B, R+A+B, A, L.
 const SIMPLE_MOVEMENT: [u8; 7] = [0x00, 0x80, 0x81, 0x82, 0x83, 0x01, 0x40];
 const RIGHT: u8 = 0x80;
@@ -176,17 +180,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
 }
 
 fn smb_path(a: &Args) -> PathBuf {
-    if let Some(p) = &a.rom {
-        return p.clone();
-    }
-    // NESLE_ROM_DIR first, then the folder `nesle roms fetch` fills, as the Python package.
-    let mut dirs: Vec<PathBuf> = std::env::var_os("NESLE_ROM_DIR").map(PathBuf::from).into_iter().collect();
-    dirs.push(match std::env::var_os("XDG_CACHE_HOME") {
-        Some(c) if !c.is_empty() => PathBuf::from(c).join("nesle/roms"),
-        _ => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/nesle/roms"),
-    });
-    let file = |d: &PathBuf| d.join("super-mario-bros.nes");
-    dirs.iter().map(file).find(|p| p.is_file()).unwrap_or_else(|| file(&dirs[0]))
+    a.rom.clone().unwrap_or_else(|| smb::rom_path("super-mario-bros.nes"))
 }
 
 /// Timed steps per progress line.
