@@ -41,12 +41,14 @@ use nes_cuda::{Batch, BatchConfig, Error, RomImage, PIXELS_PER_ENV, REGROUP_EVER
 use std::path::PathBuf;
 use std::time::Instant;
 
-// The ROM lookup of nes-core's examples: NESLE_ROM_DIR, then the folder `nesle roms fetch` fills.
+// What nes-core's examples share: the ROM lookup (NESLE_ROM_DIR, then the folder `nesle roms
+// fetch` fills), World 1-1's start, the seeded action generator and SIMPLE_MOVEMENT.
+#[path = "../../../nes-core/examples/common/rng.rs"]
+mod rng;
 #[path = "../../../nes-core/examples/common/smb.rs"]
 mod smb;
+use rng::{Rng, SIMPLE_MOVEMENT};
 
-/// SIMPLE_MOVEMENT: NOOP, R, R+A, R+B, R+A+B, A, L.
-const SIMPLE_MOVEMENT: [u8; 7] = [0x00, 0x80, 0x81, 0x82, 0x83, 0x01, 0x40];
 const RIGHT: u8 = 0x80;
 const START: u8 = 0x08;
 
@@ -186,34 +188,10 @@ fn smb_path(a: &Args) -> PathBuf {
 /// Timed steps per progress line.
 const CHUNK: usize = 25;
 
-/// xorshift32, seeded per env.
-struct Rng(u32);
-impl Rng {
-    fn new(seed: u32) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9) ^ 0x85eb_ca6b | 1)
-    }
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 17;
-        self.0 ^= self.0 << 5;
-        self.0
-    }
-}
-
-/// Boots SMB in nes-core, presses Start around frame 40 and runs until World 1-1 gameplay
-/// starts: $0770 (OperMode) = 1 and $000E (GameEngineSubroutine) = 8, player control.
+/// The first frame of World 1-1's gameplay (`smb::world_1_1_of`) as the batch's start state.
 fn world_1_1(rom: &[u8]) -> Result<(FlatState, usize), String> {
-    let mut c = Console::new(rom).map_err(|e| e.to_string())?;
-    for frame in 0..1200 {
-        c.set_buttons(0, if (40..42).contains(&frame) { START } else { 0 });
-        c.run_frame();
-        if frame > 42 && c.ram()[0x0770] == 1 && c.ram()[0x000e] == 8 {
-            return Ok((c.to_flat(), frame + 1));
-        }
-    }
-    Err("SMB never reached World 1-1 gameplay in 1200 frames (is this the gym-super-mario-bros ROM? \
-         --boot-frames N starts any other ROM)"
-        .into())
+    let (c, frames) = smb::world_1_1_of(rom).map_err(|e| format!("{e}; --boot-frames N starts any other ROM"))?;
+    Ok((c.to_flat(), frames))
 }
 
 /// Any ROM: the state after `frames` frames from power-on without input.
@@ -254,7 +232,7 @@ fn bench(a: &Args) -> Result<(), String> {
                 Err(e) => return Err(e.to_string()),
             };
             device = batch.device_name();
-            let mut rngs: Vec<Rng> = (0..n).map(|i| Rng::new(i as u32 + 1)).collect();
+            let mut rngs: Vec<Rng> = (0..n).map(Rng::for_env).collect();
             let mut actions = vec![RIGHT; n];
             // B+pixels: the 84x84 grayscale observation of every env, made on the device each
             // step; or with --rgb the full RGB one.
@@ -461,9 +439,9 @@ fn parity_one(a: &Args, label: &str, rom: &[u8], n: usize, smb: bool) -> Result<
     for c in &mut cores {
         c.set_render(a.pixels);
     }
-    let mut rngs: Vec<Rng> = (0..n).map(|i| Rng::new(i as u32 + 7)).collect();
+    let mut rngs: Vec<Rng> = (0..n).map(|i| Rng::seeded(i as u32 + 7)).collect();
     let threads = std::thread::available_parallelism().map_or(4, |p| p.get());
-    let mut shuffle = Rng::new(12345);
+    let mut shuffle = Rng::seeded(12345);
     for step in 0..a.parity_steps {
         if shuffle_every > 0 && step % shuffle_every == 0 {
             let mut order: Vec<u32> = (0..n as u32).collect();
