@@ -1,7 +1,7 @@
 # The two entry points of the README. Each installs what it needs first.
 PYTHON ?= python3
 
-.PHONY: run test test-setup test-lint test-rust test-python test-wheel install
+.PHONY: run test test-setup test-lint test-rust test-python test-wheel install wheel
 
 # The main job: install nesle (with torch) and train PPO on Super Mario Bros. on the best backend
 # available (80M steps on CUDA: 7 minutes on an H100; 1.5M on the CPU: 14-17 minutes on 2
@@ -56,11 +56,22 @@ test-rust:
 test-python:
 	$(PYTHON) -m pytest -q tests/python
 
-# The release wheel, installed into a fresh virtual environment, runs a CPU episode.
+# The wheel users install, in dist/: abi3 (CPython >= 3.10), the kernels embedded (a build
+# whose kernels fail to compile fails), linked by zig against glibc 2.17 (manylinux2014), so
+# pip takes it on distributions older than the build machine (RHEL 8, Ubuntu 20.04) too.
+ZIG = ziglang==0.17.1
+BUILD_WHEEL = NESLE_REQUIRE_KERNELS=1 NESLE_PYTHON=$(PYTHON) $(PYTHON) -m maturin build -q --release --zig --compatibility manylinux2014
+wheel:
+	$(PYTHON) -m pip install -q --upgrade pip maturin
+	$(PYTHON) -m pip install -q $(NVCC_WHEELS) $(ZIG)
+	$(BUILD_WHEEL) -o dist
+
+# That wheel, installed into a fresh virtual environment, runs a CPU episode.
 WHEEL_DIR = target/wheel-test
 test-wheel:
 	rm -rf $(WHEEL_DIR) && mkdir -p $(WHEEL_DIR)
-	$(PYTHON) -m maturin build -q --release -o $(WHEEL_DIR)
+	$(PYTHON) -m pip install -q $(ZIG)
+	$(BUILD_WHEEL) -o $(WHEEL_DIR)
 	$(PYTHON) -m venv $(WHEEL_DIR)/venv
 	$(WHEEL_DIR)/venv/bin/python -m pip install -q $(WHEEL_DIR)/nesle-*.whl
 	cd $(WHEEL_DIR) && venv/bin/python $(CURDIR)/tests/wheel_smoke.py
