@@ -1,20 +1,9 @@
 //! The benchmark protocols on the GPU under criterion: env-steps per second of a `Batch` of
-//! Super Mario Bros. from World 1-1, frameskip 4 (docs/benchmarks/README.md, "Protocols").
-//!
-//! - `protocol_a/<envs>`: every env presses Right (lockstep);
-//! - `protocol_b/<envs>`: seeded random SIMPLE_MOVEMENT actions, as `nesle-bench-gpu` draws them;
-//! - `protocol_b_gray84/<envs>`: B with the 84x84 grayscale picture made on the device each step.
-//!
-//! Each protocol's batch first runs its 30 warm-up steps. An iteration then puts every env back
-//! in its state after the warm-up (on the device, not timed) and times `NESLE_BENCH_STEPS`
-//! steps (default 25), each synchronized as the protocols' steps are, with the same actions
-//! every iteration: every sample times the same work. Criterion's "thrpt" is env-steps/s.
-//! B slows down as its episodes diverge, so these steps 30-54 run faster than the protocol's
-//! 200-step average: compare runs of this bench with each other, and take the figures to
-//! record from `nesle-bench-gpu` or `nesle bench`.
-//!
-//! `NESLE_BENCH_ENVS=4096,65536` (the default) sets the env counts. Without a GPU, or in a build
-//! without kernels, the bench says why and times nothing.
+//! Super Mario Bros. from World 1-1, frameskip 4, as `protocol_a/<envs>`, `protocol_b/<envs>`
+//! and `protocol_b_gray84/<envs>`. Each iteration puts every env back in its state after the
+//! protocol's 30 warm-up steps (untimed) and times the next 25 (`NESLE_BENCH_STEPS`), so every
+//! sample times the same work; env counts from `NESLE_BENCH_ENVS` (default 4096,65536). What
+//! is timed and how to read it: README.md beside this file.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
 use nes_cuda::picture::GRAY_PIXELS;
@@ -49,35 +38,37 @@ impl Protocol {
     }
 }
 
-/// A batch after its warm-up, ready to be put back there before each iteration.
+/// A protocol's batch; after its warm-up, ready to be put back there before each iteration.
 struct Run {
     protocol: Protocol,
     batch: Batch,
-    /// Each env's generator as the warm-up left it.
+    /// Each env's generator (as the warm-up left it, once warmed up).
     rngs: Vec<Rng>,
     actions: Vec<u8>,
     gray: Option<CudaSlice<u8>>,
     everyone: Vec<u8>,
+    warmed_up: bool,
 }
 
 impl Run {
+    /// The batch, made here so that a GPU too small for it skips the benchmark; the warm-up
+    /// waits for the first iteration, so a benchmark that criterion's filter leaves out
+    /// costs nothing more.
     fn new(protocol: Protocol, rom: RomImage, start: &FlatState, n: usize) -> Result<Run, Error> {
         let pixels = protocol == Protocol::BGray84;
         let batch = Batch::with_state(rom, n, BatchConfig { pixels, ..BatchConfig::default() }, start)?;
         let gray = if pixels { Some(batch.alloc(n * GRAY_PIXELS)?) } else { None };
-        let mut run = Run {
-            protocol,
-            batch,
-            rngs: (0..n).map(Rng::for_env).collect(),
-            actions: vec![RIGHT; n],
-            gray,
-            everyone: vec![1; n],
-        };
-        run.steps(WARMUP_STEPS)?;
-        // The warmed-up states become the bank that every iteration starts from.
-        let warmed = run.batch.states_to_host()?;
-        run.batch.set_bank(&warmed)?;
-        Ok(run)
+        let (rngs, actions, everyone) = ((0..n).map(Rng::for_env).collect(), vec![RIGHT; n], vec![1; n]);
+        Ok(Run { protocol, batch, rngs, actions, gray, everyone, warmed_up: false })
+    }
+
+    /// The protocol's warm-up steps, whose states become the bank every iteration starts from.
+    fn warm_up(&mut self) -> Result<(), Error> {
+        self.steps(WARMUP_STEPS)?;
+        let warmed = self.batch.states_to_host()?;
+        self.batch.set_bank(&warmed)?;
+        self.warmed_up = true;
+        Ok(())
     }
 
     /// `k` steps of the protocol, each waited for.
@@ -99,6 +90,9 @@ impl Run {
 
     /// Times `iters` runs of `k` steps, each from the states after the warm-up.
     fn time(&mut self, iters: u64, k: usize) -> Result<Duration, Error> {
+        if !self.warmed_up {
+            self.warm_up()?;
+        }
         let rngs: Vec<u32> = self.rngs.iter().map(|r| r.0).collect();
         let mut total = Duration::ZERO;
         for _ in 0..iters {
