@@ -152,7 +152,7 @@ fn protocols(c: &mut Criterion) {
         let mut g = c.benchmark_group(protocol.group());
         // An iteration is k whole steps of thousands of envs: few, equal samples.
         g.sampling_mode(SamplingMode::Flat).sample_size(10).warm_up_time(Duration::from_secs(1));
-        g.measurement_time(Duration::from_secs(16));
+        g.measurement_time(Duration::from_secs(20));
         for &n in &env_counts() {
             let mut run = match Run::new(protocol, image.clone(), &start, n) {
                 Ok(run) => run,
