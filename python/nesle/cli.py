@@ -153,9 +153,10 @@ def _info(args: argparse.Namespace) -> int:
     data = path.read_bytes()
     digest = roms.md5(data)
     known = next((g for g in roms.GAMES.values() if g.md5 == digest), None)
+    info = nesle.rom_info(data)  # a bad ROM is one error line, before anything is printed
     print(f"file:       {path} ({len(data):,} bytes)")
     print(f"md5:        {digest}" + (f" ({known.title}, game '{known.name}')" if known else ""))
-    for key, value in nesle.rom_info(data).items():
+    for key, value in info.items():
         is_size = isinstance(value, int) and not isinstance(value, bool)
         if is_size and key not in ("mapper", "submapper"):
             value = f"{value // 1024} KiB" if value else "none"
@@ -262,7 +263,9 @@ def _record(args: argparse.Namespace) -> int:
         return 2
     record.check_out(args.out, record.FORMATS)
     actions = record.action_script(args.actions, args.frames, args.seed)
-    rom = _load_or_fetch(args.rom)  # before the writer: no empty file for a missing ROM
+    rom = _load_or_fetch(args.rom)
+    # A missing ROM, or one the console refuses, is an error before the writer empties --out.
+    nesle.CpuBatch(rom, 1)
     writer = record.open_writer(args.out, args.every)
     try:
         with progress.Progress(len(actions), "recording") as bar:

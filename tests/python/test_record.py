@@ -336,6 +336,19 @@ def test_bad_arguments_give_clear_errors(argv: list[str], message: str, capsys) 
     assert out.out == ""  # refused before running anything
 
 
+@pytest.mark.parametrize("command", ["record", "play", "info"])
+def test_a_bad_rom_is_one_line_and_leaves_an_existing_output_as_it_was(command, tmp_path, capsys):
+    bad = tmp_path / "bad.nes"
+    bad.write_bytes(b"NES\x1a" + bytes(12))  # an iNES header with no PRG ROM
+    out = tmp_path / ("keep.png" if command == "play" else "keep.gif")
+    out.write_bytes(b"an earlier recording")
+    argv = [command, str(bad)] + (["--out", str(out), "--frames", "5"] if command != "info" else [])
+    assert cli.main(argv) == 2
+    got = capsys.readouterr()
+    assert got.out == "" and got.err.startswith("error:") and got.err.count("\n") == 1
+    assert out.read_bytes() == b"an earlier recording"
+
+
 def test_an_output_folder_or_file_that_cannot_be_written_is_refused_first(tmp_path, monkeypatch):
     a_file = tmp_path / "a_file"
     a_file.write_bytes(b"")
