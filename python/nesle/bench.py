@@ -25,8 +25,10 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -287,6 +289,19 @@ def main(args) -> int:
             print(describe_step(row.device))
         return row
 
+    try:
+        _rows(args, one, layer, compare)
+    except (Exception, KeyboardInterrupt) as e:  # the rows that ran are kept, then the error
+        if args.json and rows:
+            _write(args, rows, layer, f"{type(e).__name__}: {e}")
+        raise
+    if args.json:
+        _write(args, rows, layer)
+    return 0
+
+
+def _rows(args, one: Callable[[str, int, bool], Row], layer: list, compare: bool) -> None:
+    """Every protocol at every env count, or with ``--compare-env`` both ways in rounds."""
     for protocol in args.protocols:
         for n in args.envs:
             if not compare:
@@ -301,20 +316,24 @@ def main(args) -> int:
             layer.append({"protocol": protocol, "envs": n, "raw": best[False], "env": best[True],
                           "cost": cost})  # fmt: skip
             print(f"  Python layer ({protocol}, {n:,} envs): {cost:+.1%} time per step over the raw batch")
-    if args.json:
-        info = machine()
-        names = sorted({r.device["device"] for r in rows if r.device is not None})
-        if names:
-            info["gpu"] = ", ".join(names)
-        doc = {
-            "command": "nesle bench " + " ".join(args.argv),
-            "date": time.strftime("%Y-%m-%d"),
-            "machine": info,
-            "nesle": nesle.__version__,
-            "rows": [asdict(r) for r in rows],
-        }
-        if layer:
-            doc["python_layer"] = layer
-        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
-        print(f"wrote {args.json}")
-    return 0
+
+
+def _write(args, rows: list[Row], layer: list, error: str | None = None) -> None:
+    """The ``--json`` record; a run that stopped early keeps its rows and says why."""
+    info = machine()
+    names = sorted({r.device["device"] for r in rows if r.device is not None})
+    if names:
+        info["gpu"] = ", ".join(names)
+    doc: dict[str, Any] = {
+        "command": "nesle bench " + " ".join(args.argv),
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": info,
+        "nesle": nesle.__version__,
+        "rows": [asdict(r) for r in rows],
+    }
+    if layer:
+        doc["python_layer"] = layer
+    if error is not None:
+        doc["stopped"] = error
+    Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"wrote {args.json}" + (" (the rows before the error)" if error else ""))

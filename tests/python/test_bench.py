@@ -35,6 +35,18 @@ def test_the_cli_writes_json_rows(tmp_path):
 
 
 @pytest.mark.rom
+def test_a_run_stopped_by_too_many_envs_keeps_its_rows_in_the_json(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert cli.main(["bench", "--backend", "cpu", "--protocol", "B", "--envs", "1", str(2**40),
+                     "--warmup", "0", "--steps", "1", "--json", str(out)]) == 2
+    doc = json.loads(out.read_text())
+    assert [r["envs"] for r in doc["rows"]] == [1]
+    assert doc["stopped"].startswith("MemoryError") and str(2**40) in doc["stopped"]
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and err.count("\n") == 1
+
+
+@pytest.mark.rom
 def test_the_rgb_observation_runs_on_the_batch_and_through_make_vec(tmp_path):
     out = tmp_path / "rgb.json"
     assert cli.main(["bench", "--backend", "cpu", "--protocol", "B", "--envs", "2", "--warmup", "0",
