@@ -59,8 +59,12 @@ test-python:
 # The wheel users install, in dist/: abi3 (CPython >= 3.10), the kernels embedded (a build
 # whose kernels fail to compile fails), linked by zig against glibc 2.17 (manylinux2014), so
 # pip takes it on distributions older than the build machine (RHEL 8, Ubuntu 20.04) too.
+# maturin runs zig as `python3 -m ziglang`: PYTHON's own folder goes first on PATH, so that
+# this works for a PYTHON of a virtual environment that is not activated.
 ZIG = ziglang==0.17.1
-BUILD_WHEEL = NESLE_REQUIRE_KERNELS=1 NESLE_PYTHON=$(PYTHON) $(PYTHON) -m maturin build -q --release --zig --compatibility manylinux2014
+PYTHON_BIN = $$(dirname "$$($(PYTHON) -c 'import sys; print(sys.executable)')")
+BUILD_WHEEL = PATH="$(PYTHON_BIN):$$PATH" NESLE_REQUIRE_KERNELS=1 NESLE_PYTHON=$(PYTHON) \
+	$(PYTHON) -m maturin build -q --release --zig --compatibility manylinux2014
 wheel:
 	$(PYTHON) -m pip install -q --upgrade pip maturin
 	$(PYTHON) -m pip install -q $(NVCC_WHEELS) $(ZIG)
