@@ -352,6 +352,46 @@ impl Batch {
         self.launch_step(actions, frames, regrouped, gray, Some(trace))
     }
 
+    /// Like [`Batch::step`] for the envs where `mask[i] != 0` only; the others are not touched
+    /// (state, picture, regrouping key). The chosen envs run packed into a launch of their own,
+    /// a thread each, in env order, so a step of a few envs costs what a batch of that size
+    /// would: what a game's env needs to run some consoles on alone (gym-super-mario-bros'
+    /// frames without control). Pictures, if enabled, are drawn as the last frame runs.
+    pub fn step_masked(&mut self, actions: &[u8], frames: u32, mask: &[u8]) -> Result<(), Error> {
+        if actions.len() != self.n_envs || mask.len() != self.n_envs {
+            return Err(Error::BadArgument(format!(
+                "{} actions and a mask of {} for {} envs",
+                actions.len(),
+                mask.len(),
+                self.n_envs
+            )));
+        }
+        let envs: Vec<u32> = (0..self.n_envs as u32).filter(|&i| mask[i as usize] != 0).collect();
+        if envs.is_empty() || frames == 0 {
+            return Ok(());
+        }
+        self.gpu.upload(actions, &mut self.actions, 0)?;
+        // The env list rides in the reset's pick buffer: the stream orders its uses.
+        self.gpu.stream.memcpy_htod(&envs, &mut self.pick).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+        self.gpu.step(
+            &mut self.states,
+            self.packing,
+            &self.prg,
+            &self.code,
+            &self.chr,
+            &self.actions,
+            self.n_envs,
+            envs.len(),
+            frames,
+            self.pixels.as_mut(),
+            Some(&self.pick),
+            &mut self.ran,
+            None,
+            None,
+            false,
+        )
+    }
+
     /// Uploads host buttons for the next [`Batch::step_trace`] with `actions: None`.
     pub fn set_actions(&mut self, actions: &[u8]) -> Result<(), Error> {
         if actions.len() != self.n_envs {
@@ -441,6 +481,7 @@ impl Batch {
                 &self.chr,
                 actions,
                 self.n_envs,
+                self.n_envs,
                 frames,
                 None,
                 order,
@@ -483,6 +524,7 @@ impl Batch {
             &self.code,
             &self.chr,
             actions,
+            self.n_envs,
             self.n_envs,
             frames,
             pixels,

@@ -330,6 +330,8 @@ impl Gpu {
     }
 
     /// Launches `nesle_step` over `n_envs` states (`lockstep`: they run alike, [`step_block`]).
+    /// `slots`: the envs that run, a thread each: `n_envs`, or fewer with an `order` naming
+    /// that many distinct envs (the others are not touched; lines and queue must then be None).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn step(
         &self,
@@ -340,6 +342,7 @@ impl Gpu {
         chr: &CudaSlice<u8>,
         actions: &CudaSlice<u8>,
         n_envs: usize,
+        slots: usize,
         frames: u32,
         pixels: Option<&mut CudaSlice<u8>>,
         order: Option<&CudaSlice<u32>>,
@@ -355,7 +358,11 @@ impl Gpu {
             check_len("line logs", l.len(), n_envs * LINE_LOG_BYTES)?;
         }
         if let Some(o) = order {
-            check_len("order", o.len(), n_envs)?;
+            check_len("order", o.len(), slots)?;
+        }
+        let some = slots < n_envs;
+        if slots > n_envs || (some && (order.is_none() || lines.is_some() || queue.is_some())) {
+            return Err(Error::BadArgument(format!("{slots} slots for {n_envs} envs")));
         }
         if let Some(q) = &queue {
             check_len("queue", q.len(), n_envs + 3)?;
@@ -363,10 +370,10 @@ impl Gpu {
         if let Some(p) = &pixels {
             check_len("pixels", p.len(), n_envs * crate::PIXELS_PER_ENV)?;
         }
-        if n_envs == 0 {
+        if slots == 0 {
             return Ok(());
         }
-        let (n, stride, bits) = (n_envs as u32, packing.stride() as u32, packing.bits());
+        let (n, stride, bits) = (slots as u32, packing.stride() as u32, packing.bits());
         let null: u64 = 0;
         let mut b = self.stream.launch_builder(&self.step);
         b.arg(states).arg(&stride).arg(&bits).arg(prg).arg(code).arg(chr).arg(actions).arg(&n).arg(&frames);
@@ -392,7 +399,10 @@ impl Gpu {
         // LineLog*, u32*), with a null u64 standing for a null pixel, order, line-log or queue
         // pointer; `ran` holds n_envs counts, `lines` n_envs LineLogs, `queue` n_envs + 3 words
         // zeroed by the caller (checked: each env takes one slot). `order` holds a permutation of
-        // 0..n_envs (Batch checks it before upload), so every env is stepped once, by one thread.
+        // 0..n_envs (Batch checks it before upload), so every env is stepped once, by one thread;
+        // or, with fewer slots, `slots` distinct envs below n_envs (Batch::step_masked lists a
+        // mask's envs), each stepped once, the others untouched: the kernel's `n_envs` argument
+        // counts slots, and every buffer is indexed by env.
         // Lengths were checked above: states holds n_envs states packed by `packing` (packed.rs,
         // the regions kernels/console.cuh's nes_convert copies; the FlatState layout is pinned by
         // the generated header), actions n_envs bytes, pixels n_envs frames; every state was
@@ -402,7 +412,7 @@ impl Gpu {
         // below $8000 read (`code_words`, Batch::new).
         // One thread per env touches only its own state and pixels (a thread may step several
         // envs in turn, never one env twice): no data race.
-        unsafe { b.launch(step_grid(n_envs, step_block(n_envs, self.sms, lockstep), self.sms, step_blocks_per_sm())) }
+        unsafe { b.launch(step_grid(slots, step_block(slots, self.sms, lockstep), self.sms, step_blocks_per_sm())) }
             .map_err(cuda)?;
         Ok(())
     }

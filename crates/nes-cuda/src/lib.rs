@@ -119,6 +119,29 @@ pub mod host {
         Ok(())
     }
 
+    /// [`step`] for the envs where `mask[i]` only, as [`crate::Batch::step_masked`] runs them
+    /// on the GPU (a slot each, in env order); the others, and their pictures, are not touched.
+    pub fn step_masked(
+        states: &mut [FlatState],
+        rom: &RomImage,
+        actions: &[u8],
+        mask: &[bool],
+        frames: u32,
+        pixels: Option<&mut [u8]>,
+    ) -> Result<(), Error> {
+        if mask.len() != states.len() {
+            return Err(Error::BadArgument(format!("a mask of {} for {} envs", mask.len(), states.len())));
+        }
+        let loaded = loaded_states(states, rom, actions)?;
+        check_pixels(pixels.as_deref(), states.len())?;
+        states.copy_from_slice(&loaded);
+        let envs: Vec<u32> = (0..states.len() as u32).filter(|&i| mask[i as usize]).collect();
+        if !envs.is_empty() {
+            launch::host_step(states, rom, actions, Some(&envs), frames, pixels, None);
+        }
+        Ok(())
+    }
+
     /// [`step`] with the last frame's picture drawn after it ran, line by line
     /// (kernels/lines.cuh), as `BatchConfig::draw_lines` makes the GPU draw it: the same states
     /// and pictures as `step`. With `gray`, every env's 84x84 picture made as

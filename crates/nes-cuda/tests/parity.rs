@@ -528,6 +528,53 @@ fn an_env_order_changes_which_slot_runs_an_env_not_the_result() {
     }
 }
 
+/// `step_masked` (the GPU's `Batch::step_masked`): the envs of the mask run their frames as
+/// nes-core runs them, picture included, in a launch of their own slots; the others keep their
+/// states and pictures byte for byte, whichever envs are chosen.
+#[test]
+fn a_masked_step_runs_the_chosen_envs_only() {
+    let rom = game_rom("super-mario-bros.nes").unwrap_or_else(|e| panic!("{e}"));
+    let image = RomImage::new(&rom).unwrap();
+    let n = 9;
+    let mut cores: Vec<Console> = (0..n).map(|_| Console::new(&rom).unwrap()).collect();
+    let mut states: Vec<FlatState> = cores.iter().map(|c| c.to_flat()).collect();
+    let mut pixels = vec![0u8; n * PIXELS_PER_ENV];
+    let mut rng = Rng(7);
+    let mut runs = vec![0usize; n];
+    for step in 0..90 {
+        let actions: Vec<u8> = (0..n).map(|e| smb_input(e, step, &mut rng)).collect();
+        // A new mask every step: none, all, or each env with probability 1/2.
+        let mask: Vec<bool> = match step % 10 {
+            0 => vec![false; n],
+            1 => vec![true; n],
+            _ => (0..n).map(|_| rng.next() % 2 == 0).collect(),
+        };
+        let before = (states.clone(), pixels.clone());
+        host::step_masked(&mut states, &image, &actions, &mask, 2, Some(&mut pixels)).unwrap();
+        for e in 0..n {
+            let picture = e * PIXELS_PER_ENV..(e + 1) * PIXELS_PER_ENV;
+            if !mask[e] {
+                assert!(states[e] == before.0[e], "step {step}, env {e}: a masked-out env changed");
+                assert!(pixels[picture.clone()] == before.1[picture], "step {step}, env {e}: its picture changed");
+                continue;
+            }
+            runs[e] += 1;
+            let c = &mut cores[e];
+            c.set_buttons(0, actions[e]);
+            c.run_frames(2);
+            if let Some((field, at)) = first_difference(&c.to_flat(), &states[e]) {
+                panic!("step {step}, env {e} (mask {mask:?}): first difference in {field}[{at}]");
+            }
+            assert!(pixels[picture] == c.pixels()[..], "step {step}, env {e}: picture differs from nes-core's");
+        }
+    }
+    // The envs ran different numbers of steps, so they hold different states.
+    assert!(runs.iter().any(|&r| r != runs[0]), "{runs:?}");
+    assert!((1..n).any(|e| states[e] != states[0]));
+    let err = host::step_masked(&mut states, &image, &[0; 9], &[true; 8], 1, None).unwrap_err();
+    assert!(err.to_string().contains("mask"), "{err}");
+}
+
 /// A state with bits no console holds (palette entries past 63, `v`'s bit 15 and the like), as a
 /// Rust caller could hand to `Batch::load_state`: the batch uploads it as nes-core loads it
 /// (`RomImage::loadable_state`), and the kernels then agree with nes-core, picture included.

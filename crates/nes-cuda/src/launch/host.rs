@@ -204,7 +204,9 @@ fn host_step_packed(
 ) {
     debug_assert_eq!(actions.len(), n);
     debug_assert_eq!(packed.len(), n * packing.stride());
-    debug_assert!(order.is_none_or(|o| o.len() == n));
+    // An order of fewer than n envs runs those only (Batch::step_masked), a slot each.
+    debug_assert!(order.is_none_or(|o| o.len() <= n));
+    let slots = order.map_or(n, |o| o.len());
     debug_assert!(ran.as_ref().is_none_or(|r| r.len() == n));
     debug_assert!(lines.as_ref().is_none_or(|l| l.len() == n * LINE_LOG_BYTES));
     debug_assert!(queue.as_ref().is_none_or(|q| q.len() == n + 3));
@@ -220,7 +222,8 @@ fn host_step_packed(
     // kernels/console.cuh's nes_convert reads them (packed.rs, the same regions in the same
     // order; FlatState's C twin is generated from the same field table, sizes pinned by
     // static_asserts on both sides). `actions` has n bytes, `pixels` n*256*240 bytes or is
-    // null, `order` is null or a permutation of 0..n (checked by the caller), `ran` null or n
+    // null, `order` is null, a permutation of 0..n or `slots` distinct envs below n (checked
+    // by the caller; the C++ code's `n_envs` counts slots, its buffers are indexed by env), `ran` null or n
     // counts, `lines` null or n LineLogs, `queue` null or n + 3 zeroed words, `prg`/`chr` are
     // the ROM images the states' banking maps were built for (each state's maps index inside
     // them: the caller's states are what nes-core loads, `host::check_inputs`). The C++ code
@@ -234,7 +237,7 @@ fn host_step_packed(
             rom.code().as_ptr(),
             chr,
             actions.as_ptr(),
-            n as u32,
+            slots as u32,
             frames,
             px,
             order.map_or(std::ptr::null(), |o| o.as_ptr()),
