@@ -57,13 +57,20 @@ class CpuBatch:
     @property
     def num_envs(self) -> int: ...
     def __len__(self) -> int: ...
-    def step(self, actions: npt.NDArray[np.uint8], frames: int = 1) -> None:
-        """Hold ``actions`` on the controllers and run every console for ``frames`` frames.
+    def step(
+        self,
+        actions: npt.NDArray[np.uint8],
+        frames: int = 1,
+        *,
+        mask: npt.NDArray[np.bool_] | None = None,
+    ) -> None:
+        """Hold ``actions`` on the controllers and run every console for ``frames`` frames;
+        with ``mask`` (N bools), only the consoles where it is true: the others are not touched.
 
         ``actions``: uint8 button bitmasks (bit 0 A, 1 B, 2 Select, 3 Start, 4 Up, 5 Down,
         6 Left, 7 Right), shape (N,) for controller 1 or (N, 2) for both controllers.
-        Raises ``TypeError`` for another dtype, ``ValueError`` for another shape or for
-        ``frames`` outside 0..2**20.
+        Raises ``TypeError`` for another dtype, ``ValueError`` for another shape (of
+        ``actions`` or ``mask``) or for ``frames`` outside 0..2**20.
         """
 
     @overload
@@ -189,15 +196,20 @@ class CudaBatch:
         """The CUDA ordinal."""
 
     def __len__(self) -> int: ...
-    def step(self, actions: Any, frames: int = 1) -> None:
-        """Hold ``actions`` on the controllers and run every console for ``frames`` frames.
+    def step(
+        self, actions: Any, frames: int = 1, *, mask: npt.NDArray[np.bool_] | None = None
+    ) -> None:
+        """Hold ``actions`` on the controllers and run every console for ``frames`` frames;
+        with ``mask`` (N bools on the host), only the consoles where it is true, in a launch of
+        their own threads: the others are not touched.
 
         ``actions``: a NumPy uint8 array of shape (N,) or (N, 2), as for ``CpuBatch.step``; or
         a CUDA tensor on this device (anything with ``__dlpack__``, e.g. a torch uint8 tensor of
         shape (N,), controller 1 only), read in place with no host round trip. The producer is
         asked to order its writes before the legacy default stream (``stream=1``), and the
         tensor is held until the batch next synchronizes. Raises ``TypeError`` for another
-        dtype, ``ValueError`` for another shape or device, or ``frames`` outside 0..2**20.
+        dtype, or for a CUDA tensor of actions with a ``mask``, ``ValueError`` for another
+        shape or device, or ``frames`` outside 0..2**20.
         """
 
     def step_trace(self, actions: Any, frames: int, *, out: Any = None, gray84: Any = None) -> Any:

@@ -392,20 +392,29 @@ impl CpuBatch {
         format!("CpuBatch(num_envs={})", self.consoles.len())
     }
 
-    /// Hold `actions` on the controllers and run every console for `frames` frames.
+    /// Hold `actions` on the controllers and run every console for `frames` frames; with
+    /// `mask` (N bools), only the consoles where it is true: the others are not touched.
     ///
     /// `actions`: uint8 button bitmasks (bit 0 A, 1 B, 2 Select, 3 Start, 4 Up, 5 Down, 6 Left,
     /// 7 Right), shape (N,) for pad 1 only or (N, 2) for both pads.
-    #[pyo3(signature = (actions, frames = 1))]
-    fn step(&mut self, py: Python<'_>, actions: &Bound<'_, PyAny>, frames: i64) -> PyResult<()> {
+    #[pyo3(signature = (actions, frames = 1, *, mask = None))]
+    fn step(
+        &mut self,
+        py: Python<'_>,
+        actions: &Bound<'_, PyAny>,
+        frames: i64,
+        mask: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         if !(0..=MAX_FRAMES_PER_STEP).contains(&frames) {
             return Err(PyValueError::new_err(format!(
                 "frames must be between 0 and {MAX_FRAMES_PER_STEP}, got {frames}"
             )));
         }
         let pads = self.pads(actions)?;
+        let mask = self.mask(mask)?;
         self.run(py, |cs, _, mirrors| {
-            cs.par_iter_mut().zip(pads.par_iter()).zip(mirrors).for_each(|((c, p), mut m)| {
+            let chosen = cs.par_iter_mut().zip(pads.par_iter()).zip(mirrors).zip(mask.par_iter());
+            chosen.filter(|(_, &run)| run).for_each(|(((c, p), mut m), _)| {
                 c.set_buttons(0, p[0]);
                 c.set_buttons(1, p[1]);
                 c.run_frames(frames as usize); // draws the last frame only

@@ -188,15 +188,22 @@ impl Inner {
         Ok(())
     }
 
-    fn step(&mut self, actions: &Actions, frames: u32) -> Result<(), Error> {
+    /// `mask`: step only these envs (host actions only).
+    fn step(&mut self, actions: &Actions, frames: u32, mask: Option<&[u8]>) -> Result<(), Error> {
         self.ensure_pixels()?;
         self.sync_pad2(actions)?;
-        match actions {
-            Actions::Host(p) => {
+        match (actions, mask) {
+            (Actions::Host(p), mask) => {
                 let pad1: Vec<u8> = p.iter().map(|p| p[0]).collect();
-                self.batch.lock().step(&pad1, frames)
+                match mask {
+                    Some(m) => self.batch.lock().step_masked(&pad1, frames, m),
+                    None => self.batch.lock().step(&pad1, frames),
+                }
             }
-            Actions::Device { ptr, len } => {
+            (Actions::Device { .. }, Some(_)) => {
+                Err(Error::BadArgument("a masked step takes host actions (a NumPy array)".into()))
+            }
+            (Actions::Device { ptr, len }, None) => {
                 if self.ext.is_none() {
                     self.ext = Some(dlpack::borrow_stream(self.device)?);
                 }
@@ -571,17 +578,32 @@ impl CudaBatch {
         format!("CudaBatch(num_envs={}, device={}{state})", self.n, self.device)
     }
 
-    /// Hold `actions` on the controllers and run every console for `frames` frames.
+    /// Hold `actions` on the controllers and run every console for `frames` frames; with
+    /// `mask` (N bools, on the host), only the consoles where it is true, in a launch of their
+    /// own: the others are not touched.
     /// Asynchronous: host-copy verbs, `synchronize` and DLPack exports wait for it.
-    #[pyo3(signature = (actions, frames = 1))]
-    fn step(&mut self, py: Python<'_>, actions: &Bound<'_, PyAny>, frames: i64) -> PyResult<()> {
+    #[pyo3(signature = (actions, frames = 1, *, mask = None))]
+    fn step(
+        &mut self,
+        py: Python<'_>,
+        actions: &Bound<'_, PyAny>,
+        frames: i64,
+        mask: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         if !(0..=MAX_FRAMES_PER_STEP).contains(&frames) {
             return Err(PyValueError::new_err(format!(
                 "frames must be between 0 and {MAX_FRAMES_PER_STEP}, got {frames}"
             )));
         }
+        let mask = match mask {
+            Some(m) => Some(bool_mask(Some(m), self.n)?.into_iter().map(u8::from).collect::<Vec<u8>>()),
+            None => None,
+        };
         let (actions, borrowed) = self.actions(actions)?;
-        self.run(py, |inner| inner.step(&actions, frames as u32))?;
+        if mask.is_some() && matches!(actions, Actions::Device { .. }) {
+            return Err(PyTypeError::new_err("a masked step takes host actions (a NumPy array), not a CUDA tensor"));
+        }
+        self.run(py, |inner| inner.step(&actions, frames as u32, mask.as_deref()))?;
         self.hold(borrowed.map(|b| b.capsule));
         Ok(())
     }
@@ -649,7 +671,7 @@ impl CudaBatch {
         })?;
         let out = self.run(py, move |inner| {
             for _ in 0..frames {
-                inner.step(&actions, 1)?;
+                inner.step(&actions, 1, None)?;
                 out.extend_from_slice(&inner.batch.lock().ram_to_host()?); // synchronizes
             }
             Ok(out)
