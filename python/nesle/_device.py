@@ -13,7 +13,9 @@ What still crosses: NumPy actions (checked on the host, then copied up through a
 one small read per step that validates actions given as a CUDA tensor (a bad action must raise,
 not run), names in infos (SMB ``status``, Tetris pieces: N bytes, read once per step after the
 whole step is queued), Tetris' per-reset RNG writes, and ``start_sampling="random"`` (its draws
-come from the env's NumPy generator, so the CPU and CUDA backends pick the same start states).
+come from the env's NumPy generator, so the CPU and CUDA backends pick the same start states),
+and, with ``skip_cutscenes=True``, the masks of the consoles whose frames are skipped (N bytes a
+skipped frame, and one read a step to learn whether any are).
 Nothing else waits for the GPU, so the host prepares a step while the GPU still runs the last.
 
 Returned values are torch tensors on the env's GPU: observations (uint8), rewards (float32),
@@ -120,13 +122,17 @@ class DeviceStep:
             ended |= now
             prev = ram
         self.ram = trace[-1].clone()  # the trace is overwritten by the next step
+        # skip_cutscenes: reads the GPU each step, and each skipped frame is a launch of its own.
+        skipped = env._skip is not None and env._skip_cutscenes(~ended)
+        if skipped:
+            self.ram = torch.from_dlpack(env._batch.ram_tensor()).clone()
         self.elapsed += 1
         terminated = ended
         truncated = torch.zeros(n, dtype=torch.bool, device=self.dev)
         if env.max_episode_steps is not None:
             truncated = (self.elapsed >= env.max_episode_steps) & ~terminated
         self.fresh.zero_()
-        self.push(made=env.obs_mode == "gray84")
+        self.push(made=env.obs_mode == "gray84" and not skipped)
         # Each env's RAM on its episode's last frame (gathered as 8-byte words).
         last = _words(trace, 2)[end_frame, self.arange].view(torch.uint8)
         if not env.autoreset:

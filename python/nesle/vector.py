@@ -218,6 +218,28 @@ class _Pictures:
         return _native.gray84(indices, out=out)
 
 
+class _Consoles:
+    """A batch as :class:`nesle.games.smb.Consoles` sees it: RAM now, RAM writes and frames
+    without input for some consoles. Masks come as the backend's arrays (torch on the CUDA
+    backend's device) and cross to the host for the batch, N bytes a call."""
+
+    def __init__(self, batch: Any, n: int, dev: DeviceStep | None) -> None:
+        self.batch, self.dev, self.ran = batch, dev, False
+        self.noop = np.zeros(n, np.uint8)
+
+    def ram(self) -> Any:
+        if self.dev is None:
+            return _host(self.batch.ram())
+        return self.dev.torch.from_dlpack(self.batch.ram_tensor())
+
+    def write(self, addr: int, value: int, mask: Any) -> None:
+        self.batch.write_ram(addr, value, to_numpy(mask))
+
+    def frame(self, mask: Any) -> None:
+        self.batch.step(self.noop, 1, mask=to_numpy(mask))
+        self.ran = True
+
+
 # --- the environment ---
 
 
@@ -252,6 +274,7 @@ class NesleVectorEnv(VectorEnv):
         autoreset_mode: AutoresetMode | str | None = None,
         copy: bool = True,
         regroup_every: int = REGROUP_EVERY,
+        skip_cutscenes: bool = False,
     ) -> None:
         self._batch: Any = None  # set last: a failed __init__ leaves nothing half-built
         self._dev: DeviceStep | None = None
@@ -272,6 +295,11 @@ class NesleVectorEnv(VectorEnv):
         mode = _autoreset_mode(autoreset, autoreset_mode)
 
         game, rom = load_game(game_or_rom)
+        if not isinstance(skip_cutscenes, (bool, np.bool_)):
+            raise TypeError(f"skip_cutscenes must be a bool, got {skip_cutscenes!r}")
+        if skip_cutscenes and (game is None or game.skip is None):
+            name = "this ROM" if game is None else game.name
+            raise ValueError(f"skip_cutscenes=True: {name} has no cutscenes nesle can skip")
         self._rom = rom
         self.game = game
         # How the env was made, for pickling: a copy is made again from these (__setstate__).
@@ -280,7 +308,7 @@ class NesleVectorEnv(VectorEnv):
             frame_stack=frame_stack, action_space=action_space, start_states=start_states,
             start_sampling=start_sampling, max_episode_steps=max_episode_steps, seed=seed,
             reward=reward, done=done, render_mode=render_mode, autoreset_mode=mode, copy=copy,
-            regroup_every=regroup_every,
+            regroup_every=regroup_every, skip_cutscenes=skip_cutscenes,
         )  # fmt: skip
         # Python ints, whatever integer type they came as (they reach JSON logs and records).
         self.num_envs = int(num_envs)
@@ -308,6 +336,7 @@ class NesleVectorEnv(VectorEnv):
         self._done_fn = _done_fn(game, done)
         self._info_fn: Callable[[np.ndarray], dict[str, Any]] = game.info if game else lambda r: {}
         self._on_reset = game.on_reset if game else None
+        self._skip = game.skip if game and skip_cutscenes else None
         self.start_bank = starts.resolve(game.name if game else None, rom, start_states)
 
         # The consoles first: they are most of the env's memory, so a batch too large for the
@@ -426,6 +455,8 @@ class NesleVectorEnv(VectorEnv):
             ended |= now
             prev = ram
         self._ram = trace[-1].copy()  # the trace buffer is reused by the next step
+        if self._skip is not None and self._skip_cutscenes(~ended):
+            self._ram = _host(self._batch.ram())
         self._elapsed += 1
         terminated = ended
         truncated = np.zeros(n, bool)
@@ -697,6 +728,15 @@ class NesleVectorEnv(VectorEnv):
             trace[f] = _host(self._batch.ram())
         return trace
 
+    def _skip_cutscenes(self, live: Any) -> bool:
+        """The game's skipped frames (``skip_cutscenes=True``) for the consoles in ``live``, after
+        the step's reward, end and info, before its observation; True if any frame ran. The
+        next step's reward starts from the RAM after them: the skipped frames earn nothing."""
+        consoles = _Consoles(self._batch, self.num_envs, self._dev)
+        assert self._skip is not None
+        self._skip(consoles, live)
+        return consoles.ran
+
     def _restart(self, mask: np.ndarray) -> None:
         """Restore the consoles in ``mask`` to start states and refill their frame stacks."""
         idx = np.flatnonzero(mask)
@@ -953,6 +993,12 @@ def make_vec(
       wrappers need) or ``"disabled"`` (also ``autoreset=False``); see the module doc.
     - ``copy=False``: ``reset``/``step`` return a read-only view of the env's observation
       buffer, overwritten by the next step (see the module doc); default ``True``, a new array.
+    - ``skip_cutscenes=True`` (SMB): after a step, the frames where Mario is not in control
+      (dying, a pipe, the flagpole, the walk to the castle, the screen between lives, a world's
+      end) run without input inside that step, as gym-super-mario-bros runs them
+      (:func:`nesle.games.smb.skip_cutscenes`); the step's reward, end and info are those of
+      its own frames, its observation the one after the skip, and the skipped frames earn
+      nothing. Default False: every frame is a step's.
     """
     return NesleVectorEnv(
         game_or_rom, num_envs, backend=backend, device=device, frameskip=frameskip, obs=obs,

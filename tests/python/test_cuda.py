@@ -71,6 +71,49 @@ def test_ram_pixels_and_states_match_the_cpu_after_every_step(game_rom):
     np.testing.assert_array_equal(gpu.rgb(), cpu.rgb())
 
 
+def test_a_masked_step_matches_the_cpu(smb_rom):
+    # The chosen envs run in a launch of their own threads; the others keep state and picture.
+    cpu, gpu = _pair(smb_rom)
+    for b in (cpu, gpu):
+        b.set_render(True)
+    rng = np.random.default_rng(3)
+    for t in range(60):
+        actions = rng.integers(0, 256, N, dtype=np.uint8)
+        if t < 20:
+            actions[:] = np.where(rng.random(N) < 0.3, nesle.BUTTON_START, 0)
+        mask = rng.random(N) < [0.0, 1.0, 0.05, 0.5][t % 4]
+        cpu.step(actions, 2, mask=mask)
+        gpu.step(actions, 2, mask=mask)
+        _assert_same(cpu, gpu, blobs=t % 10 == 9, where=f"after masked step {t}")
+    np.testing.assert_array_equal(gpu.frame_counts(), cpu.frame_counts())
+    assert len(set(gpu.frame_counts().tolist())) > 1  # the envs ran different frames
+    before = gpu.ram()
+    with pytest.raises(TypeError, match="masked step takes host actions"):
+        gpu.step(torch.zeros(N, dtype=torch.uint8, device="cuda"), 1, mask=np.ones(N, bool))
+    with pytest.raises(ValueError, match="mask"):
+        gpu.step(np.zeros(N, np.uint8), 1, mask=np.ones(N + 1, bool))
+    np.testing.assert_array_equal(gpu.ram(), before)
+
+
+def test_skipping_cutscenes_on_cuda_matches_cpu():
+    n, kwargs = 16, dict(obs="gray84", frame_stack=2, done="game_over", skip_cutscenes=True)
+    cpu = nesle.make_vec("smb", n, backend="cpu", seed=5, **kwargs)
+    gpu = nesle.make_vec("smb", n, backend="cuda", seed=5, **kwargs)
+    o1, _ = cpu.reset(seed=5)
+    o2, _ = gpu.reset(seed=5)
+    np.testing.assert_array_equal(o1, o2.cpu().numpy())
+    rng = np.random.default_rng(4)
+    for t in range(150):
+        if t % 4 == 0:  # SIMPLE_MOVEMENT, right-heavy, held 4 steps: lives are lost
+            a = rng.choice([1, 2, 3, 4, 5, 6], n)
+        r1, r2 = cpu.step(a), gpu.step(a)
+        for name, x, y in zip(("obs", "reward", "terminated", "truncated"), r1[:4], r2[:4]):
+            np.testing.assert_array_equal(x, y.cpu().numpy(), err_msg=f"{name} at step {t}")
+        np.testing.assert_array_equal(r1[4]["life"], to_numpy(r2[4])["life"], err_msg=f"step {t}")
+    np.testing.assert_array_equal(cpu.ram(), gpu.ram().cpu().numpy())
+    assert (cpu.ram()[:, 0x075A] < 2).sum() >= 4, "too few lives lost to skip a death"
+
+
 def test_an_env_loaded_with_rendering_off_keeps_its_picture_as_on_the_cpu(smb_rom):
     # The GPU draws a step's last frame after it, line by line; an env whose state says it draws
     # no pixels must keep its picture there too, as nes-core leaves it.

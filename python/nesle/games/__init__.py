@@ -46,6 +46,9 @@ class GameSpec:
     start_sampling: str = "round_robin"
     """How episodes pick from the game's own start states (``start_states=None``) unless
     ``start_sampling=`` says: Tetris draws them, so that its opening pieces vary."""
+    skip: Callable[[Any, Any], None] | None = None
+    """``(consoles, live)``: runs the frames the gym-* package skips after a step (Super Mario
+    Bros.' cutscenes), for envs made with ``skip_cutscenes=True``; see ``smb.skip_cutscenes``."""
 
 
 def _smb_rewards(option: Any) -> RewardFn:
@@ -115,7 +118,7 @@ def _tetris_seed(batch: Any, mask: np.ndarray, rng: np.random.Generator) -> None
 GAMES: dict[str, GameSpec] = {
     g.name: g
     for g in [
-        GameSpec("smb", "simple", smb.info, _smb_rewards, _smb_dones),
+        GameSpec("smb", "simple", smb.info, _smb_rewards, _smb_dones, skip=smb.skip_cutscenes),
         GameSpec(
             "tetris", "tetris", tetris.info, _tetris_rewards, _tetris_dones, _tetris_seed, "random"
         ),

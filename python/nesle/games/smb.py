@@ -4,19 +4,22 @@ Pure functions of work RAM, vectorised: ``ram`` is a uint8 array of shape (..., 
 ``CpuBatch.ram()`` (N, 2048) or one console's (2048,), or a torch tensor on the GPU (the CUDA
 backend computes rewards and infos there, with the same code; see ``_xp.py``). The functions
 reproduce ``gym_super_mario_bros/smb_env.py`` of gym-super-mario-bros 7.4.0 (with nes-py 8.2.1)
-frame for frame. That environment also skips, unrewarded, the frames where Mario is not in
-control (dying, pipes, the flag, area changes), which nesle's environments run as steps: see
-the README, "Games".
+frame for frame. That environment also skips the frames where Mario is not in control (dying,
+pipes, the flag, area changes), which nesle's environments run as steps unless made with
+``skip_cutscenes=True``: see the README, "Games".
 
 Where gym-super-mario-bros keeps state between steps (the last x position and clock), the
 functions here take the previous RAM instead: ``prev`` is the RAM the previous reward was computed
 from (after ``reset`` it is the RAM right after the reset).
+
 """
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+
+from typing import Protocol
 
 from nesle.games._xp import clip, f64, host, i64, isin, where
 
@@ -253,3 +256,59 @@ def shaped_reward(prev: Ram, ram: Ram, **weights: float) -> npt.NDArray[np.float
     r = r + w["flag"] * f64(flag_get(ram) & ~flag_get(prev))
     r = r + w["time"] * f64(clip(time(prev) - time(ram), 0, None))
     return r
+
+
+# --- The frames gym-super-mario-bros skips (``make_vec(..., skip_cutscenes=True)``). ---
+
+
+class Consoles(Protocol):
+    """What :func:`skip_cutscenes` needs of a batch: masks are (N,) bool arrays (NumPy, or
+    torch on the CUDA backend's device), RAM is (N, 2048) uint8 of the same kind."""
+
+    def ram(self) -> Ram: ...
+    def write(self, addr: int, value: int, mask: npt.NDArray[np.bool_]) -> None: ...
+    def frame(self, mask: npt.NDArray[np.bool_]) -> None:
+        """One frame with no button held, for the consoles in ``mask`` only."""
+
+
+#: The most frames one of the skips below runs: gym's loops have no bound, and a state that
+#: never leaves them (none a game reaches) would hang the step.
+MAX_SKIP_FRAMES = 4096
+
+
+def skip_cutscenes(consoles: Consoles, live: npt.NDArray[np.bool_]) -> None:
+    """gym-super-mario-bros' ``_did_step`` for the consoles in ``live`` (their episode goes on),
+    after a step: a dying Mario is made dead and a frame runs; past a world's end, frames run
+    until the clock changes; an area change's timer is cut to 1; then, while Mario is busy (a
+    pipe, the flagpole, the walk to the castle, the screen between lives) or the world is over,
+    the pre-level timer is zeroed and a frame runs. Frames run without input, only for the
+    consoles that need them. Each loop stops after :data:`MAX_SKIP_FRAMES` frames."""
+    ram = consoles.ram()
+    dying = live & is_dying(ram)
+    if dying.any():
+        consoles.write(ADDR["player_state"], 0x06, dying)
+        consoles.frame(dying)
+        ram = consoles.ram()
+    # The end of a world: frames until the clock ticks (gym skips this in single-stage envs,
+    # whose episodes end at the flag, as nesle's do with done="stage").
+    over = live & is_world_over(ram)
+    clock = time(ram)
+    for _ in range(MAX_SKIP_FRAMES):
+        if not over.any():
+            break
+        consoles.frame(over)
+        ram = consoles.ram()
+        over = over & (time(ram) == clock)
+    timer = _byte(ram, "change_area_timer")
+    cut = live & (timer > 1) & (timer < 255)
+    if cut.any():
+        consoles.write(ADDR["change_area_timer"], 1, cut)
+        ram = consoles.ram()
+    busy = live & (is_busy(ram) | is_world_over(ram))
+    for _ in range(MAX_SKIP_FRAMES):
+        if not busy.any():
+            break
+        consoles.write(ADDR["prelevel_timer"], 0, busy)
+        consoles.frame(busy)
+        ram = consoles.ram()
+        busy = busy & (is_busy(ram) | is_world_over(ram))
