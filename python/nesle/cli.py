@@ -304,7 +304,8 @@ def _train(args: argparse.Namespace) -> int:
     run = ppo.Args(
         game=args.game, backend=args.backend, device=args.device, num_envs=args.envs,
         obs=args.obs, frameskip=args.frameskip, action_space=args.actions, reward=reward,
-        done=args.done, start_states=args.start, max_episode_steps=args.max_episode_steps,
+        done=args.done, start_states=args.start, skip_cutscenes=args.skip_cutscenes,
+        max_episode_steps=args.max_episode_steps,
         total_steps=args.steps, num_steps=args.num_steps, learning_rate=args.lr,
         num_minibatches=args.minibatches, update_epochs=args.epochs, ent_coef=args.ent_coef,
         seed=args.seed, tf32=args.tf32, out=str(args.out) if args.out else None,
@@ -453,6 +454,9 @@ def parser() -> argparse.ArgumentParser:
                        "weights such as '{\"death\": -100}')")  # fmt: skip
     train.add_argument("--done", help="the env's done option (SMB: life, stage, game_over)")
     train.add_argument("--start", help="start states (SMB: a stage such as 1-2; default 1-1)")
+    train.add_argument("--skip-cutscenes", action="store_true",
+                       help="SMB: skip the frames where Mario is not in control, as "
+                            "gym-super-mario-bros does (default: each is a step)")  # fmt: skip
     train.add_argument("--max-episode-steps", type=_positive)
     train.add_argument("--num-steps", type=_positive,
                        help="steps per env a rollout (default 16 on CUDA, 64 on the CPU)")

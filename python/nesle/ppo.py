@@ -86,6 +86,9 @@ class Args:
     """The env's ``done=`` option (SMB: ``"life"`` by default)."""
     start_states: Any = None
     """The env's ``start_states=`` option (SMB: e.g. ``"1-1"``; None: the game's default)."""
+    skip_cutscenes: bool = False
+    """The env's ``skip_cutscenes=`` option (SMB: the frames without control skipped, as
+    gym-super-mario-bros skips them)."""
     max_episode_steps: int | None = None
     """Truncate episodes after this many steps. A truncated episode counts as ended in the log,
     but its value target is bootstrapped from its last observation instead of cut there."""
@@ -610,6 +613,7 @@ def make_env(
         reward=args.reward,
         done=args.done,
         start_states=args.start_states,
+        skip_cutscenes=args.skip_cutscenes,
         max_episode_steps=args.max_episode_steps,
         seed=args.seed if seed is None else seed,
         **kwargs,

@@ -99,7 +99,7 @@ def test_a_tiny_run_from_the_command_line_saves_an_agent_that_loads_and_acts(tmp
     out = tmp_path / "run"
     code = cli.main(["train", "smb", "--backend", "cpu", "--envs", "4", "--num-steps", "16",
                      "--steps", "128", "--minibatches", "2", "--epochs", "1", "--no-tf32",
-                     "--out", str(out)])  # fmt: skip
+                     "--skip-cutscenes", "--out", str(out)])  # fmt: skip
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert printed.count("update ") == 2, printed
@@ -107,7 +107,8 @@ def test_a_tiny_run_from_the_command_line_saves_an_agent_that_loads_and_acts(tmp
     rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["steps"] for r in rows] == [64, 128]
     saved = json.loads((out / "args.json").read_text())
-    assert saved["num_envs"] == 4 and saved["tf32"] is False
+    assert saved["num_envs"] == 4 and saved["tf32"] is False and saved["skip_cutscenes"] is True
+    assert ppo.make_env(ppo.Args(**saved).resolved("cpu"))._skip is not None
     agent = ppo.load(out / "agent.pt")
     assert agent.args is not None and agent.args["total_steps"] == 128
     ram = torch.zeros((3, 2048), dtype=torch.uint8)
