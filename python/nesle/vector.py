@@ -224,7 +224,7 @@ class _Consoles:
     backend's device) and cross to the host for the batch, N bytes a call."""
 
     def __init__(self, batch: Any, n: int, dev: DeviceStep | None) -> None:
-        self.batch, self.dev, self.ran = batch, dev, False
+        self.batch, self.dev, self.changed = batch, dev, False
         self.noop = np.zeros(n, np.uint8)
 
     def ram(self) -> Any:
@@ -234,10 +234,11 @@ class _Consoles:
 
     def write(self, addr: int, value: int, mask: Any) -> None:
         self.batch.write_ram(addr, value, to_numpy(mask))
+        self.changed = True
 
     def frame(self, mask: Any) -> None:
         self.batch.step(self.noop, 1, mask=to_numpy(mask))
-        self.ran = True
+        self.changed = True
 
 
 # --- the environment ---
@@ -730,12 +731,12 @@ class NesleVectorEnv(VectorEnv):
 
     def _skip_cutscenes(self, live: Any) -> bool:
         """The game's skipped frames (``skip_cutscenes=True``) for the consoles in ``live``, after
-        the step's reward, end and info, before its observation; True if any frame ran. The
+        the step's reward, end and info, before its observation; True if any console changed. The
         next step's reward starts from the RAM after them: the skipped frames earn nothing."""
         consoles = _Consoles(self._batch, self.num_envs, self._dev)
         assert self._skip is not None
         self._skip(consoles, live)
-        return consoles.ran
+        return consoles.changed
 
     def _restart(self, mask: np.ndarray) -> None:
         """Restore the consoles in ``mask`` to start states and refill their frame stacks."""

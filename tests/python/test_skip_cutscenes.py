@@ -209,3 +209,14 @@ def test_a_masked_step_runs_the_chosen_consoles_only(smb_rom):
         with pytest.raises(error, match="mask"):
             batch.step(np.zeros(n, np.uint8), 1, mask=bad)
     assert [batch.save_state(i) for i in range(n)] == before
+
+
+def test_the_observation_is_the_ram_after_the_skip_even_when_only_a_byte_was_written(smb_rom):
+    # An area change's timer set under Mario in control: the skip cuts it to 1 and runs no frame.
+    env = nesle.make_vec("smb", 2, backend="cpu", skip_cutscenes=True)
+    env.reset(seed=0)
+    env._batch.write_ram(smb.ADDR["change_area_timer"], 40, np.array([True, False]))
+    obs, *_ = env.step(np.ones(2, np.int64))
+    np.testing.assert_array_equal(obs, env._batch.ram())
+    np.testing.assert_array_equal(env.ram(), env._batch.ram())
+    assert obs[0, smb.ADDR["change_area_timer"]] == 1
