@@ -66,6 +66,14 @@ fn host_memory_error(n: usize, bytes: f64, what: &str) -> PyErr {
 
 /// A bound on `frames` per call, so a typo (1e9) fails loudly instead of hanging for hours.
 pub(crate) const MAX_FRAMES_PER_STEP: i64 = 1 << 20;
+
+/// `step`'s frame count, checked (0..=[`MAX_FRAMES_PER_STEP`]).
+pub(crate) fn step_frames(frames: i64) -> PyResult<u32> {
+    if !(0..=MAX_FRAMES_PER_STEP).contains(&frames) {
+        return Err(PyValueError::new_err(format!("frames must be between 0 and {MAX_FRAMES_PER_STEP}, got {frames}")));
+    }
+    Ok(frames as u32)
+}
 /// `step_trace` returns 2 KiB per console per frame; a frameskip is a handful of frames.
 pub(crate) const MAX_TRACE_FRAMES: i64 = 1 << 10;
 
@@ -405,11 +413,7 @@ impl CpuBatch {
         frames: i64,
         mask: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        if !(0..=MAX_FRAMES_PER_STEP).contains(&frames) {
-            return Err(PyValueError::new_err(format!(
-                "frames must be between 0 and {MAX_FRAMES_PER_STEP}, got {frames}"
-            )));
-        }
+        let frames = step_frames(frames)?;
         let pads = self.pads(actions)?;
         let mask = self.mask(mask)?;
         self.run(py, |cs, _, mirrors| {

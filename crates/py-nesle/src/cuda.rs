@@ -32,7 +32,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rayon::prelude::*;
 
-use crate::batch::{bool_mask, button_pads, env_index, gib, to_numpy, MAX_FRAMES_PER_STEP, MAX_TRACE_FRAMES};
+use crate::batch::{bool_mask, button_pads, env_index, gib, step_frames, to_numpy, MAX_TRACE_FRAMES};
 use crate::dlpack::{self, Borrowed, DLDevice, DLPackView, Producer, KDL_CUDA};
 use crate::error::{cuda_error, panic_error};
 use crate::{HEIGHT, RAM_SIZE, WIDTH};
@@ -590,11 +590,7 @@ impl CudaBatch {
         frames: i64,
         mask: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        if !(0..=MAX_FRAMES_PER_STEP).contains(&frames) {
-            return Err(PyValueError::new_err(format!(
-                "frames must be between 0 and {MAX_FRAMES_PER_STEP}, got {frames}"
-            )));
-        }
+        let frames = step_frames(frames)?;
         let mask = match mask {
             Some(m) => Some(bool_mask(Some(m), self.n)?.into_iter().map(u8::from).collect::<Vec<u8>>()),
             None => None,
@@ -603,7 +599,7 @@ impl CudaBatch {
         if mask.is_some() && matches!(actions, Actions::Device { .. }) {
             return Err(PyTypeError::new_err("a masked step takes host actions (a NumPy array), not a CUDA tensor"));
         }
-        self.run(py, |inner| inner.step(&actions, frames as u32, mask.as_deref()))?;
+        self.run(py, |inner| inner.step(&actions, frames, mask.as_deref()))?;
         self.hold(borrowed.map(|b| b.capsule));
         Ok(())
     }
