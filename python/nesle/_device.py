@@ -153,7 +153,10 @@ class DeviceStep:
         # start state's where it restarted; elsewhere the last), so that its host-only values
         # (names) cost one read, made after the whole step is queued. Per env, the info of the
         # RAM now is what the CPU backend merges: the fresh info where done, else the last.
-        ended, now = _halves(env._info_fn(torch.cat([last, self.ram])), n)
+        # Not self.ram where the episode goes on: a skip (skip_cutscenes) may have run after
+        # the step's frames, and a step's info is of its own last frame, as on the CPU.
+        now = torch.where(done[:, None], self.ram, last)
+        ended, now = _halves(env._info_fn(torch.cat([last, now])), n)
         info = self.info_of(now, self.elapsed)
         info["final_obs"], info["_final_obs"] = final_obs, done.clone()
         ended = self.info_of(ended, elapsed)
