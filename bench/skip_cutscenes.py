@@ -2,11 +2,12 @@
 """What ``skip_cutscenes=True`` costs: Super Mario Bros. through ``nesle.make_vec`` with protocol
 B's actions (each env draws one of SIMPLE_MOVEMENT's 7 every step from a seeded generator; World
 1-1's start; frameskip 4; 30 warm-up steps, then timed steps, the device synchronized after
-each), ``done="game_over"`` (``--done``) so that deaths play out as in protocol B, with the skip off, then
-on. Prints a JSON line per run (env-steps/s, the skipped frames' launches a step), then one
-object with all of them.
+each), by default ``done="game_over"`` so that deaths play out as in protocol B, with the skip
+off, then on. Prints a JSON line per run (env-steps/s, the skipped frames' launches a step),
+then one object with all of them.
 
     python3 bench/skip_cutscenes.py [--backend cuda] [--envs 4096 16384] [--steps 200]
+                                    [--done life]
 """
 
 from __future__ import annotations
@@ -36,12 +37,13 @@ def run(backend: str, n: int, steps: int, warmup: int, skip: bool, done: str) ->
         real(self, mask)
 
     vector._Consoles.frame = counted
-    sync = (lambda: __import__("torch").cuda.synchronize()) if env.backend == "cuda" else (lambda: None)
+    cuda = env.backend == "cuda"
+    sync = (lambda: __import__("torch").cuda.synchronize()) if cuda else (lambda: None)
     try:
         for _ in range(warmup):
             env.step(rng.integers(0, 7, n))
         sync()
-        frames, lives = 0, 0
+        frames = 0
         t0 = time.perf_counter()
         for _ in range(steps):
             _, _, _, _, info = env.step(rng.integers(0, 7, n))
@@ -51,9 +53,10 @@ def run(backend: str, n: int, steps: int, warmup: int, skip: bool, done: str) ->
     finally:
         vector._Consoles.frame = real
     env.close()
-    return {"skip_cutscenes": skip, "done": done, "envs": n, "steps": steps, "seconds": round(dt, 3),
-            "env_steps_per_s": round(n * steps / dt), "skipped_frame_launches_per_step":
-            round(frames / steps, 2), "envs_with_a_life_lost_at_the_end": lives}  # fmt: skip
+    return {"skip_cutscenes": skip, "done": done, "envs": n, "steps": steps,
+            "seconds": round(dt, 3), "env_steps_per_s": round(n * steps / dt),
+            "skipped_frame_launches_per_step": round(frames / steps, 2),
+            "envs_with_a_life_lost_at_the_end": lives}  # fmt: skip
 
 
 def main() -> None:
