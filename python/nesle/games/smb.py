@@ -11,15 +11,14 @@ pipes, the flag, area changes), which nesle's environments run as steps unless m
 Where gym-super-mario-bros keeps state between steps (the last x position and clock), the
 functions here take the previous RAM instead: ``prev`` is the RAM the previous reward was computed
 from (after ``reset`` it is the RAM right after the reset).
-
 """
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 import numpy.typing as npt
-
-from typing import Protocol
 
 from nesle.games._xp import clip, f64, host, i64, isin, where
 

@@ -223,11 +223,11 @@ fn host_step_packed(
     // order; FlatState's C twin is generated from the same field table, sizes pinned by
     // static_asserts on both sides). `actions` has n bytes, `pixels` n*256*240 bytes or is
     // null, `order` is null, a permutation of 0..n or `slots` distinct envs below n (checked
-    // by the caller; the C++ code's `n_envs` counts slots, its buffers are indexed by env), `ran` null or n
-    // counts, `lines` null or n LineLogs, `queue` null or n + 3 zeroed words, `prg`/`chr` are
-    // the ROM images the states' banking maps were built for (each state's maps index inside
-    // them: the caller's states are what nes-core loads, `host::check_inputs`). The C++ code
-    // does not retain any pointer after returning.
+    // by the caller; the C++ code's `n_envs` counts slots, its buffers are indexed by env),
+    // `ran` null or n counts, `lines` null or n LineLogs, `queue` null or n + 3 zeroed words,
+    // `prg`/`chr` are the ROM images the states' banking maps were built for (each state's maps
+    // index inside them: the caller's states are what nes-core loads, `host::check_inputs`). The
+    // C++ code does not retain any pointer after returning.
     unsafe {
         nesle_host_step(
             packed.as_mut_ptr(),
