@@ -82,6 +82,8 @@ def test_a_masked_step_matches_the_cpu(smb_rom):
         if t < 20:
             actions[:] = np.where(rng.random(N) < 0.3, nesle.BUTTON_START, 0)
         mask = rng.random(N) < [0.0, 1.0, 0.05, 0.5][t % 4]
+        if t % 3 == 0:  # both controllers: the second is the chosen consoles' only, too
+            actions = np.stack([actions, rng.integers(0, 256, N, dtype=np.uint8)], axis=1)
         cpu.step(actions, 2, mask=mask)
         gpu.step(actions, 2, mask=mask)
         _assert_same(cpu, gpu, blobs=t % 10 == 9, where=f"after masked step {t}")

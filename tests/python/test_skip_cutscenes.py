@@ -15,6 +15,7 @@ import pytest
 
 import nesle
 from nesle.games import smb
+from nesle.vector import EnvState
 
 RIGHT, B = 0x80, 0x02
 # gym_super_mario_bros/smb_env.py: _BUSY_STATES.
@@ -115,6 +116,43 @@ def test_a_death_in_the_whole_game_costs_one_death_penalty_as_in_gym():
     assert len(played) > len(skipped) + 100
 
 
+#: Inputs from World 1-1's start to x 3,026, alive, just before the flagpole: one byte of
+#: buttons a hex pair, each held 8 frames (found by a search over random presses).
+TO_THE_FLAG = (
+    "8280828083838383808382838382828281838083818382838381818183818081838182828283828383818382"
+    "8181838183808383838081838383808381828382828383838081838081828183828183828183818283838181"
+    "8382838182838183838383818382818182824183824183838083828381808381828383818383838081838382"
+    "81818183"
+)
+
+
+def test_the_flag_the_castle_and_the_next_stage_s_intro_are_skipped_as_gym_skips_them(smb_rom):
+    env = nesle.make_vec("smb", 1, backend="cpu", frameskip=1, action_space="raw",
+                         start_states="1-1", done="game_over", skip_cutscenes=True)  # fmt: skip
+    env.reset(seed=0)
+    ref = nesle.CpuBatch(smb_rom, 1)
+    ref.set_render(True)
+    ref.load_state(0, env.save_state(0).console)
+    for a in bytes.fromhex("".join(TO_THE_FLAG)):
+        ref.step(np.array([a], np.uint8), 8)
+    ram = ref.ram()[0]
+    assert smb.x_pos(ram) >= 3000 and ram[0x0E] == 0x08, "the inputs no longer reach the flag"
+    env.load_state(0, EnvState(ref.save_state(0), ref.pixels()[0], 0))
+    skipped, flag = 0, False
+    for t in range(1500):
+        a = RIGHT | B | (0x01 if t // 20 % 2 == 0 else 0)  # jumps of 20 frames: up the stairs
+        _, _, terminated, _, info = env.step(np.array([a]))
+        assert not terminated[0], f"Mario died at step {t}"
+        flag |= bool(info["flag_get"][0])
+        ref.step(np.array([a], np.uint8), 1)
+        skipped += gym_did_step(ref)
+        np.testing.assert_array_equal(env.ram()[0], ref.ram()[0], err_msg=f"step {t}")
+    ram = env.ram()[0]
+    assert flag and (smb.world(ram), smb.stage(ram)) == (1, 2), "1-1's flag was not reached"
+    # The flag, the tally, the walk to the castle and 1-2's intro pipe: hundreds of frames.
+    assert skipped > 500, skipped
+
+
 class _Script:
     """Consoles whose RAM is a script of (N, 2048) arrays, one more per frame run: records the
     writes and frames skip_cutscenes asks for."""
@@ -196,6 +234,8 @@ def test_a_masked_step_runs_the_chosen_consoles_only(smb_rom):
         a = rng.integers(0, 256, n).astype(np.uint8)
         if t < 30:
             a[:] = np.where(rng.random(n) < 0.3, nesle.BUTTON_START, 0)
+        if t % 3 == 0:  # both controllers
+            a = np.stack([a, rng.integers(0, 256, n).astype(np.uint8)], axis=1)
         mask = rng.random(n) < 0.6
         batch.step(a, 2, mask=mask)
         for i in np.flatnonzero(mask):

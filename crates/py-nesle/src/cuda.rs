@@ -161,8 +161,9 @@ impl Inner {
         Ok(())
     }
 
-    /// Patches controller 2 where `actions` changes it (device actions release it).
-    fn sync_pad2(&mut self, actions: &Actions) -> Result<(), Error> {
+    /// Patches controller 2 where `actions` changes it (device actions release it), of the envs
+    /// in `mask` only (all without one).
+    fn sync_pad2(&mut self, actions: &Actions, mask: Option<&[u8]>) -> Result<(), Error> {
         let zeros;
         let pad2: &[u8] = match actions {
             Actions::Host(p) => {
@@ -176,7 +177,8 @@ impl Inner {
             }
         };
         if pad2 != self.pad2.as_slice() {
-            let envs: Vec<usize> = (0..self.n).filter(|&i| pad2[i] != self.pad2[i]).collect();
+            let chosen = |i: usize| mask.is_none_or(|m| m[i] != 0);
+            let envs: Vec<usize> = (0..self.n).filter(|&i| pad2[i] != self.pad2[i] && chosen(i)).collect();
             let want = pad2.to_vec();
             let mut k = 0;
             self.patch(&envs, |s| {
@@ -191,7 +193,7 @@ impl Inner {
     /// `mask`: step only these envs (host actions only).
     fn step(&mut self, actions: &Actions, frames: u32, mask: Option<&[u8]>) -> Result<(), Error> {
         self.ensure_pixels()?;
-        self.sync_pad2(actions)?;
+        self.sync_pad2(actions, mask)?;
         match (actions, mask) {
             (Actions::Host(p), mask) => {
                 let pad1: Vec<u8> = p.iter().map(|p| p[0]).collect();
@@ -234,7 +236,7 @@ impl Inner {
         gray: Option<(u64, usize)>,
     ) -> Result<(), Error> {
         self.ensure_pixels()?;
-        self.sync_pad2(actions)?;
+        self.sync_pad2(actions, None)?;
         let ext = self.ext()?;
         let shared = self.batch.clone();
         let mut batch = shared.lock();

@@ -270,8 +270,10 @@ class Consoles(Protocol):
         """One frame with no button held, for the consoles in ``mask`` only."""
 
 
-#: The most frames one of the skips below runs: gym's loops have no bound, and a state that
-#: never leaves them (none a game reaches) would hang the step.
+#: The most frames one of the skips below runs. gym's loops have no bound, and the game reaches
+#: a state that never leaves them: its ending after 8-4's axe, which waits for B with the world
+#: over and the clock stopped. There gym's step never returns; here every step runs both loops
+#: to this bound (8,192 frames, the batch waiting for them), until the agent presses B.
 MAX_SKIP_FRAMES = 4096
 
 
