@@ -43,6 +43,16 @@ def blank_rom() -> bytes:
     return BLANK_NROM
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _sb3_logs_in_pytests_tmp(tmp_path_factory: pytest.TempPathFactory):
+    """SB3's PPO makes an empty log folder in the system's temp folder on every `learn` unless
+    SB3_LOGDIR names one; the tests (and the bench scripts they run) keep theirs in pytest's."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3-logs")))
+    yield
+    mp.undo()
+
+
 def hold(batch, buttons: int, frames: int) -> None:
     """Hold the same buttons on every console's pad 1 for ``frames`` frames."""
     batch.step(np.full(batch.num_envs, buttons, np.uint8), frames)
