@@ -1,6 +1,7 @@
 """Type stub of ``nesle._native``, the Rust extension (crates/py-nesle).
 
-Kept in step with the module by tests/python/test_native_stub.py.
+Kept in step with the module by tests/python/test_native.py. Integer arguments take Python
+and NumPy integers, not bools (``TypeError``).
 """
 
 from typing import Any, Final, TypeVar, overload
@@ -347,4 +348,4 @@ def palette() -> npt.NDArray[np.uint8]:
 def gray84(pixels: npt.NDArray[np.uint8], *, out: npt.NDArray[np.uint8] | None = None) -> npt.NDArray[np.uint8]:
     """84x84 grayscale (BT.601 luma, area averaged) of (N, 240, 256) palette-index pictures: a
     (N, 84, 84) uint8 array, new or ``out`` filled in place. ``CudaBatch.gray84`` runs the same
-    code on the GPU, to the same bytes. ``ValueError`` for another shape."""
+    code on the GPU, to the same bytes. ``ValueError`` for another shape or a pixel past 63."""

@@ -130,3 +130,35 @@ def test_a_state_from_another_rom_is_refused(smb_rom, blank_rom):
     blank = nesle.CpuBatch(blank_rom, 1)
     with pytest.raises(nesle.StateError, match="another ROM"):
         smb.load_state(0, blank.save_state(0))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda b, rom: nesle.CpuBatch(rom, True),
+        lambda b, rom: b.step(np.zeros(2, np.uint8), True),
+        lambda b, rom: b.step_trace(np.zeros(2, np.uint8), True),
+        lambda b, rom: b.write_ram(True, 7),
+        lambda b, rom: b.write_ram(16, True),
+        lambda b, rom: b.save_state(True),
+        lambda b, rom: b.load_state(True, b.save_state(0)),
+        lambda b, rom: nesle._native.cuda_available(False),
+    ],
+    ids=["num_envs", "frames", "trace-frames", "address", "value", "save-index", "load-index", "device"],
+)
+def test_a_bool_is_not_taken_for_an_int(smb_rom, call):
+    b = nesle.CpuBatch(smb_rom, 2)
+    b.step(np.zeros(2, np.uint8), 3)
+    before = [b.save_state(i) for i in range(2)]
+    with pytest.raises(TypeError, match="expected an int, got the bool"):
+        call(b, smb_rom)
+    assert [b.save_state(i) for i in range(2)] == before
+    b.step(np.zeros(2, np.uint8), np.int64(1))  # NumPy's integers are ints
+
+
+def test_gray84_refuses_pixels_past_the_palette():
+    pixels = np.full((2, 240, 256), 0x30, np.uint8)
+    nesle._native.gray84(pixels)
+    pixels[1, 239, 255] = 64
+    with pytest.raises(ValueError, match="palette indices 0..63, got a pixel of 64"):
+        nesle._native.gray84(pixels)

@@ -28,7 +28,7 @@ use numpy::ndarray::{Array, Dimension, IntoDimension, IxDyn};
 use numpy::{IntoPyArray, PyArray, PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyIndexError, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyMemoryView};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyMemoryView};
 use rayon::prelude::*;
 
 use crate::dlpack::{DLPackView, HostBuffer};
@@ -95,6 +95,16 @@ pub(crate) fn describe(obj: &Bound<'_, PyAny>) -> String {
         Ok(dt) => format!("{ty} of dtype {dt}"),
         Err(_) => ty,
     }
+}
+
+/// An integer argument (a Python int or NumPy integer) as `i64`, through `from_py_with`: Python
+/// counts `True` as 1, but a bool given as a console index, a frame count, an address or a byte
+/// is a mistake, refused as the Python layer refuses it.
+pub(crate) fn int(ob: &Bound<'_, PyAny>) -> PyResult<i64> {
+    if ob.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(format!("expected an int, got the bool {}", ob.repr()?)));
+    }
+    ob.extract()
 }
 
 /// Python-style index (negative counts from the end) -> position, or `IndexError`.
@@ -368,7 +378,7 @@ impl CpuBatch {
 impl CpuBatch {
     /// Power on `num_envs` consoles with the iNES file `rom`.
     #[new]
-    fn new(rom: &[u8], num_envs: i64) -> PyResult<Self> {
+    fn new(rom: &[u8], #[pyo3(from_py_with = int)] num_envs: i64) -> PyResult<Self> {
         if num_envs < 1 {
             return Err(PyValueError::new_err(format!("num_envs must be at least 1, got {num_envs}")));
         }
@@ -410,7 +420,7 @@ impl CpuBatch {
         &mut self,
         py: Python<'_>,
         actions: &Bound<'_, PyAny>,
-        frames: i64,
+        #[pyo3(from_py_with = int)] frames: i64,
         mask: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let frames = step_frames(frames)?;
@@ -437,7 +447,7 @@ impl CpuBatch {
         &mut self,
         py: Python<'py>,
         actions: &Bound<'_, PyAny>,
-        frames: i64,
+        #[pyo3(from_py_with = int)] frames: i64,
         out: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let pads = self.pads(actions)?;
@@ -456,7 +466,12 @@ impl CpuBatch {
     /// Write `value` into work RAM at `addr` (0..2048) of every console where `mask` is true
     /// (all when `None`): the RAM hacks gym-* environments use to pick a level at the title.
     #[pyo3(signature = (addr, value, mask = None))]
-    fn write_ram(&mut self, addr: i64, value: i64, mask: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    fn write_ram(
+        &mut self,
+        #[pyo3(from_py_with = int)] addr: i64,
+        #[pyo3(from_py_with = int)] value: i64,
+        mask: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         if !(0..RAM_SIZE as i64).contains(&addr) {
             return Err(PyValueError::new_err(format!("addr must be between 0 and {}, got {addr}", RAM_SIZE - 1)));
         }
@@ -578,7 +593,7 @@ impl CpuBatch {
     }
 
     /// The full state of console `i` as bytes.
-    fn save_state<'py>(&self, py: Python<'py>, i: i64) -> PyResult<Bound<'py, PyBytes>> {
+    fn save_state<'py>(&self, py: Python<'py>, #[pyo3(from_py_with = int)] i: i64) -> PyResult<Bound<'py, PyBytes>> {
         self.check()?;
         let i = self.index(i)?;
         Ok(PyBytes::new(py, &self.consoles[i].save_state()))
@@ -586,7 +601,7 @@ impl CpuBatch {
 
     /// Restore console `i` from `save_state` bytes. Raises `nesle.StateError` and leaves the
     /// console untouched if the state is corrupted or belongs to another ROM.
-    fn load_state(&mut self, i: i64, state: &[u8]) -> PyResult<()> {
+    fn load_state(&mut self, #[pyo3(from_py_with = int)] i: i64, state: &[u8]) -> PyResult<()> {
         self.check()?;
         let i = self.index(i)?;
         self.consoles[i].load_state(state).map_err(state_error)?;

@@ -32,7 +32,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rayon::prelude::*;
 
-use crate::batch::{bool_mask, button_pads, env_index, gib, step_frames, to_numpy, MAX_TRACE_FRAMES};
+use crate::batch::{bool_mask, button_pads, env_index, gib, int, step_frames, to_numpy, MAX_TRACE_FRAMES};
 use crate::dlpack::{self, Borrowed, DLDevice, DLPackView, Producer, KDL_CUDA};
 use crate::error::{cuda_error, panic_error};
 use crate::{HEIGHT, RAM_SIZE, WIDTH};
@@ -501,7 +501,7 @@ fn probe(device: usize) -> (bool, String) {
 /// (no kernels in this build, no driver, no such GPU). Probed once per device.
 #[pyfunction]
 #[pyo3(signature = (device = 0))]
-pub fn cuda_available(py: Python<'_>, device: i64) -> (bool, String) {
+pub fn cuda_available(py: Python<'_>, #[pyo3(from_py_with = int)] device: i64) -> (bool, String) {
     if device < 0 {
         return (false, format!("no CUDA device {device}"));
     }
@@ -513,7 +513,14 @@ impl CudaBatch {
     /// Power on `num_envs` consoles with the iNES file `rom` on CUDA device `device`.
     #[new]
     #[pyo3(signature = (rom, num_envs, device = 0, *, render = true, regroup_every = REGROUP_EVERY as i64))]
-    fn new(py: Python<'_>, rom: &[u8], num_envs: i64, device: i64, render: bool, regroup_every: i64) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        rom: &[u8],
+        #[pyo3(from_py_with = int)] num_envs: i64,
+        #[pyo3(from_py_with = int)] device: i64,
+        render: bool,
+        #[pyo3(from_py_with = int)] regroup_every: i64,
+    ) -> PyResult<Self> {
         if num_envs < 1 {
             return Err(PyValueError::new_err(format!("num_envs must be at least 1, got {num_envs}")));
         }
@@ -589,7 +596,7 @@ impl CudaBatch {
         &mut self,
         py: Python<'_>,
         actions: &Bound<'_, PyAny>,
-        frames: i64,
+        #[pyo3(from_py_with = int)] frames: i64,
         mask: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let frames = step_frames(frames)?;
@@ -618,7 +625,7 @@ impl CudaBatch {
         &mut self,
         py: Python<'py>,
         actions: &Bound<'_, PyAny>,
-        frames: i64,
+        #[pyo3(from_py_with = int)] frames: i64,
         out: Option<Bound<'py, PyAny>>,
         gray84: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
@@ -728,7 +735,13 @@ impl CudaBatch {
 
     /// Write `value` at work-RAM address `addr` of every console where `mask` is true.
     #[pyo3(signature = (addr, value, mask = None))]
-    fn write_ram(&mut self, py: Python<'_>, addr: i64, value: i64, mask: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    fn write_ram(
+        &mut self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = int)] addr: i64,
+        #[pyo3(from_py_with = int)] value: i64,
+        mask: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         if !(0..RAM_SIZE as i64).contains(&addr) {
             return Err(PyValueError::new_err(format!("addr must be between 0 and {}, got {addr}", RAM_SIZE - 1)));
         }
@@ -834,7 +847,11 @@ impl CudaBatch {
     }
 
     /// The full state of console `i` as bytes (the same format as `CpuBatch.save_state`).
-    fn save_state<'py>(&mut self, py: Python<'py>, i: i64) -> PyResult<Bound<'py, PyBytes>> {
+    fn save_state<'py>(
+        &mut self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = int)] i: i64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let i = env_index(i, self.n)?;
         let blob = self.run(py, |inner| {
             let flat = inner.batch.lock().save_state(i)?;
@@ -844,7 +861,7 @@ impl CudaBatch {
     }
 
     /// Restore console `i` from `save_state` bytes (of either backend).
-    fn load_state(&mut self, py: Python<'_>, i: i64, state: &[u8]) -> PyResult<()> {
+    fn load_state(&mut self, py: Python<'_>, #[pyo3(from_py_with = int)] i: i64, state: &[u8]) -> PyResult<()> {
         let i = env_index(i, self.n)?;
         self.run(py, |inner| {
             let mut c = inner.power_on.clone();

@@ -99,6 +99,10 @@ fn gray84<'py>(
             &owned
         }
     };
+    // The kernel's tables hold 64 colours; it would wrap a larger index silently.
+    if let Some(bad) = py.detach(|| src.par_iter().copied().find_any(|&v| v >= 64)) {
+        return Err(PyValueError::new_err(format!("pixels are palette indices 0..63, got a pixel of {bad}")));
+    }
     batch::fill_out(py, out, &[n, GRAY_SIZE, GRAY_SIZE], |dst| {
         py.detach(|| {
             // A few pictures per task: each is ~140k multiply-adds.
