@@ -113,14 +113,18 @@ class DeviceStep:
         ended = torch.zeros(n, dtype=torch.bool, device=self.dev)
         end_frame = torch.full((n,), fs - 1, dtype=torch.int64, device=self.dev)
         prev = self.ram
-        for f in range(fs):
-            ram = trace[f]
-            r = torch.as_tensor(env._reward_fn(prev, ram), dtype=torch.float64, device=self.dev)
-            reward += torch.where(ended, 0.0, r)
-            now = torch.as_tensor(env._done_fn(ram), dtype=torch.bool, device=self.dev) & ~ended
-            end_frame = torch.where(now, f, end_frame)
-            ended |= now
-            prev = ram
+        try:
+            for f in range(fs):
+                ram = trace[f]
+                r = torch.as_tensor(env._reward_fn(prev, ram), dtype=torch.float64, device=self.dev)
+                reward += torch.where(ended, 0.0, r)
+                now = torch.as_tensor(env._done_fn(ram), dtype=torch.bool, device=self.dev) & ~ended
+                end_frame = torch.where(now, f, end_frame)
+                ended |= now
+                prev = ram
+        except Exception as e:
+            env._hook_failed(e)
+            raise
         self.ram = trace[-1].clone()  # the trace is overwritten by the next step
         # skip_cutscenes: reads the GPU each step, and each skipped frame is a launch of its own.
         skipped = env._skip is not None and env._skip_cutscenes(~ended)

@@ -33,7 +33,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from nesle._device import quiet_openmp, to_numpy
-from nesle.vector import NesleVectorEnv, _autoreset_mode
+from nesle.vector import NesleVectorEnv, _autoreset_mode, _check_seed, _reset_mask
 
 quiet_openmp()  # before SB3 loads torch
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices  # noqa: E402
@@ -97,7 +97,12 @@ class NesleVecEnv(VecEnv):
                 "NesleVecEnv's reset options are the whole batch's: give one dict (e.g. "
                 f"{{'reset_mask': mask}}) or None, got {type(options).__name__}"
             )
+        _reset_mask(options, self.num_envs)  # refused now, not at the next reset
         self._options = [dict(options or {})] * self.num_envs
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        """The seed of the next ``reset()`` (SB3's VecEnv.seed), checked now, not at the reset."""
+        return super().seed(_check_seed(seed))
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = actions

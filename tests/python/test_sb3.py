@@ -152,6 +152,20 @@ def test_a_numpy_integer_seed_works():
     np.testing.assert_array_equal(a.reset(), b.reset())
 
 
+def test_a_bad_seed_or_reset_option_is_refused_when_given_not_at_every_reset():
+    env = NesleVecEnv("smb", 2, seed=0)
+    env.reset()
+    for seed, error in ((-5, ValueError), (1.5, TypeError)):
+        with pytest.raises(error, match="seed must be"):
+            env.seed(seed)
+    with pytest.raises(ValueError, match=r"reset_mask'\] must be a bool array"):
+        env.set_options({"reset_mask": np.ones(2, int)})
+    with pytest.raises(ValueError, match="unknown reset option"):
+        env.set_options({"mask": np.ones(2, bool)})
+    env.reset()  # the refused seeds and options were not kept for it
+    assert env.seed(7) == [7, 8]
+
+
 def test_step_wait_reports_terminal_observation_and_time_limit_truncation():
     env = NesleVecEnv("smb", 2, max_episode_steps=40, seed=0)
     first = env.reset()
