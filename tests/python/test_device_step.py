@@ -18,7 +18,11 @@ import nesle
 from nesle import _device, _native
 from nesle._device import to_numpy
 
-from .test_env import check_a_loaded_state_shows_its_screen
+from .test_env import (
+    check_a_hook_raising_mid_step_stops_the_env_until_a_full_reset,
+    check_a_loaded_state_shows_its_screen,
+    check_a_step_refused_for_its_actions_keeps_a_loaded_states_screen,
+)
 
 torch = pytest.importorskip("torch")
 
@@ -180,6 +184,18 @@ def test_a_state_loaded_into_an_env_waiting_to_restart_plays_on_from_it(monkeypa
 def test_a_loaded_state_shows_its_screen_on_the_device_step(monkeypatch):
     check_a_loaded_state_shows_its_screen(
         lambda: _device_env(monkeypatch, "smb", 2, obs="ram", render_mode="rgb_array")
+    )
+
+
+def test_a_step_refused_for_its_actions_keeps_a_loaded_states_screen_on_the_device_step(monkeypatch):
+    check_a_step_refused_for_its_actions_keeps_a_loaded_states_screen(
+        lambda: _device_env(monkeypatch, "smb", 2, obs="ram", render_mode="rgb_array")
+    )
+
+
+def test_a_hook_raising_mid_step_stops_the_device_step_until_a_full_reset(monkeypatch, blank_rom):
+    check_a_hook_raising_mid_step_stops_the_env_until_a_full_reset(
+        lambda reward: _device_env(monkeypatch, blank_rom, 2, frameskip=1, reward=reward)
     )
 
 

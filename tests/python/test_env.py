@@ -867,8 +867,9 @@ def test_an_unknown_reset_option_is_refused_before_any_env_restarts():
     assert info["elapsed_steps"].tolist() == [0, 3, 3]
 
 
-def test_a_step_refused_for_its_actions_keeps_a_loaded_states_screen():
-    venv = nesle.make_vec("smb", 2, backend="cpu", obs="ram", render_mode="rgb_array")
+def check_a_step_refused_for_its_actions_keeps_a_loaded_states_screen(make):
+    """``make()``: an SMB vector env of 2 consoles that renders."""
+    venv = make()
     venv.reset(seed=0)
     for _ in range(30):
         venv.step(np.array([1, 1]))
@@ -882,7 +883,13 @@ def test_a_step_refused_for_its_actions_keeps_a_loaded_states_screen():
     np.testing.assert_array_equal(venv.screens()[0], state.frame)
 
 
-def test_a_hook_raising_mid_step_stops_the_env_until_a_full_reset(blank_rom):
+def test_a_step_refused_for_its_actions_keeps_a_loaded_states_screen():
+    check_a_step_refused_for_its_actions_keeps_a_loaded_states_screen(
+        lambda: nesle.make_vec("smb", 2, backend="cpu", obs="ram", render_mode="rgb_array")
+    )
+
+
+def _raises_on_its_third_call():
     calls = {"n": 0}
 
     def reward(prev, ram):
@@ -891,7 +898,12 @@ def test_a_hook_raising_mid_step_stops_the_env_until_a_full_reset(blank_rom):
             raise ZeroDivisionError("the user's bug")
         return np.zeros(len(ram))
 
-    venv = nesle.make_vec(blank_rom, 2, frameskip=1, reward=reward)
+    return reward
+
+
+def check_a_hook_raising_mid_step_stops_the_env_until_a_full_reset(make):
+    """``make(reward)``: a vector env of 2 consoles, frameskip 1, with that reward callable."""
+    venv = make(_raises_on_its_third_call())
     venv.reset(seed=0)
     venv.step(np.zeros(2, np.int64))
     venv.step(np.zeros(2, np.int64))
@@ -904,12 +916,26 @@ def test_a_hook_raising_mid_step_stops_the_env_until_a_full_reset(blank_rom):
     venv.reset(options={"reset_mask": np.array([True, False])})  # env 1 is still behind
     with pytest.raises(RuntimeError, match="call reset"):
         venv.step(np.zeros(2, np.int64))
+    venv.reset()
+    venv.step(np.zeros(2, np.int64))
+    np.testing.assert_array_equal(to_numpy(venv.ram()), np.asarray(venv._batch.ram()))
+    return venv
+
+
+def test_a_hook_raising_mid_step_stops_the_env_until_a_full_reset(blank_rom):
+    def make(reward):
+        return nesle.make_vec(blank_rom, 2, backend="cpu", frameskip=1, reward=reward)
+
+    check_a_hook_raising_mid_step_stops_the_env_until_a_full_reset(make)
+    venv = make(_raises_on_its_third_call())
+    venv.reset(seed=0)
+    for _ in range(2):
+        venv.step(np.zeros(2, np.int64))
+    with pytest.raises(ZeroDivisionError):
+        venv.step(np.zeros(2, np.int64))
     copied = copy.deepcopy(venv)  # a copy is as broken as its original
     with pytest.raises(RuntimeError, match="call reset"):
         copied.step(np.zeros(2, np.int64))
-    venv.reset()
-    venv.step(np.zeros(2, np.int64))
-    np.testing.assert_array_equal(to_numpy(venv.ram()), venv._batch.ram())
 
 
 def test_more_envs_than_the_host_holds_is_a_memory_error_before_any_array():
