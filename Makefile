@@ -4,7 +4,7 @@ PYTHON ?= python3
 .PHONY: run test test-setup test-lint test-rust test-python test-wheel install wheel
 
 # The main job: install nesle (with torch) and train PPO on Super Mario Bros. on the best backend
-# available (80M steps on CUDA: 7 minutes on an H100; 1.5M on the CPU: 14-17 minutes on 2
+# available (80M steps on CUDA: 7 minutes on an H100; 1.5M on the CPU: 16-20 minutes on 2
 # cores), then record an episode of the trained agent, its actions sampled as in training (its
 # greedy play can be worse: docs/benchmarks/cpu-2026-12-05-main-job.json). The ROM is fetched
 # on first use.
