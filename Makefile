@@ -9,7 +9,7 @@ PYTHON ?= python3
 # greedy play can be worse: docs/benchmarks/cpu-2026-12-05-main-job.json). The ROM is fetched
 # on first use.
 run: install
-	$(PYTHON) -m nesle train smb --out runs/smb
+	$(PYTHON) -m nesle train smb --out runs/smb --overwrite
 	$(PYTHON) -m nesle record --agent runs/smb/agent.pt --out mario.gif
 
 # The CUDA compilers come first so the build embeds the kernels; without a GPU the same build

@@ -47,6 +47,7 @@ import numpy as np
 
 import nesle
 from nesle._device import quiet_openmp
+from nesle.record import RecordError, check_out_folder
 
 quiet_openmp()  # before torch loads OpenMP
 import torch  # noqa: E402
@@ -148,7 +149,10 @@ class Args:
     out: str | None = None
     """A folder for ``agent.pt`` and ``log.jsonl``; None: nothing is written. The agent is
     saved at the end, every ``save_every`` updates, and when the run is interrupted
-    (``KeyboardInterrupt``, e.g. Ctrl-C)."""
+    (``KeyboardInterrupt``, e.g. Ctrl-C). A folder that holds a run already is refused unless
+    the run resumes (``resume``) or ``overwrite`` says to replace it."""
+    overwrite: bool = False
+    """Let a new run replace the ``agent.pt``, ``args.json`` and ``log.jsonl`` in ``out``."""
     save_every: int = 50
     """Save ``agent.pt`` every this many updates (0: only at the end or on an interrupt)."""
     resume: str | None = None
@@ -178,7 +182,7 @@ class Args:
 def check(args: Args) -> None:
     """Raise ``ValueError`` naming the first setting that cannot run (before anything runs or
     is written: a value that would only fail, or turn the run to NaN, in its first update)."""
-    if args.obs not in NETWORKS:
+    if not isinstance(args.obs, str) or args.obs not in NETWORKS:
         raise ValueError(f"obs must be one of {list(NETWORKS)} to train, got {args.obs!r}")
 
     def whole(name: str, lo: int, optional: bool = False) -> None:
@@ -195,7 +199,7 @@ def check(args: Args) -> None:
     for name in ("num_minibatches", "update_epochs", "hidden"):
         whole(name, 1)
     for name in ("anneal_lr", "norm_adv", "clip_vloss", "norm_reward", "torch_deterministic",
-                 "tf32"):  # fmt: skip
+                 "tf32", "overwrite"):  # fmt: skip
         if not isinstance(getattr(args, name), (bool, np.bool_)):  # "no" would be true
             raise ValueError(f"{name} must be True or False, got {getattr(args, name)!r}")
     for name in ("out", "resume"):
@@ -223,6 +227,33 @@ def check(args: Args) -> None:
                 f"num_minibatches ({args.num_minibatches}) must divide the rollout's "
                 f"num_envs * num_steps = {batch} samples into equal minibatches"
             )
+
+
+#: What a run writes in its ``out`` folder.
+RUN_FILES = ("agent.pt", "args.json", "log.jsonl")
+
+
+def check_out(args: Args) -> None:
+    """Raise ``ValueError`` for an ``out`` folder the run could not save to or would lose a run
+    in, before anything runs: a file where the folder or its ``agent.pt`` would go, or a folder
+    holding a run already that this run neither resumes nor may ``overwrite``."""
+    if args.out is None:
+        return
+    try:
+        check_out_folder(args.out)
+    except RecordError as e:
+        raise ValueError(f"out: {e}") from None
+    out = Path(args.out)
+    agent = out / "agent.pt"
+    if agent.exists() and not agent.is_file():
+        raise ValueError(f"out: {str(agent)!r} is not a file: the agent could not be saved there")
+    held = [name for name in RUN_FILES if (out / name).is_file()]
+    if held and args.resume is None and not args.overwrite:
+        raise ValueError(
+            f"out: {str(out)!r} holds a run already ({', '.join(held)}): resume it (resume="
+            f"{str(agent)!r}, --resume), write to another folder, or replace it (overwrite=True, "
+            "--overwrite)"
+        )
 
 
 def _check_whole(name: str, value: Any, lo: int, optional: bool = False) -> None:
@@ -347,10 +378,10 @@ def save(
     }
     try:
         torch.save(blob, part)
+        os.replace(part, path)
     except BaseException:
         part.unlink(missing_ok=True)
         raise
-    os.replace(part, path)
     return path
 
 
@@ -425,7 +456,7 @@ def load(path: str | Path, device: str | torch.device = "cpu") -> Agent:
         adam = agent.optimizer_state
         if not (adam is None or (isinstance(adam, dict) and {"state", "param_groups"} <= set(adam))):
             raise TypeError("its optimizer state is not torch's (state and param_groups)")
-    except (KeyError, TypeError, ValueError, RuntimeError) as e:  # parts missing or not its own
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as e:  # not its own parts
         raise ValueError(f"{path} is not a whole nesle PPO agent ({type(e).__name__}: {e})") from e
     return agent.to(device).eval()
 
@@ -703,6 +734,11 @@ def record(
             result["episode_return"] = float(stats.ret[0])
             result["episode_length"] = int(stats.len[0])
         return result
+    except BaseException as e:
+        if writer is not None and not isinstance(e, KeyboardInterrupt):  # interrupted: kept
+            writer.abort()  # a file already at ``out`` stays as it was
+            writer = None
+        raise
     finally:
         if writer is not None:
             writer.close()
@@ -741,6 +777,7 @@ def train(args: Args, on_update: Callable[[dict[str, float]], None] | None = Non
     run seeds torch's generators with ``args.seed`` and leaves the caller's as they were, and
     torch's settings too (``torch_deterministic``, ``tf32``)."""
     check(args)
+    check_out(args)
     backend = args.backend
     if backend == "auto":
         backend = "cuda" if nesle.vector.cuda_available(args.device)[0] else "cpu"
@@ -879,8 +916,8 @@ def _train(args: Args, envs: Any, on_update: Callable[[dict[str, float]], None] 
         rewards = torch.zeros((t_max, n), device=device)
         dones = torch.zeros((t_max, n), device=device)
         values = torch.zeros((t_max, n), device=device)
-    except RuntimeError as e:  # the host's allocator (the GPU's was asked above)
-        if "allocate" not in str(e):
+    except (RuntimeError, TypeError) as e:  # the host's allocator (the GPU's was asked above)
+        if not any(word in str(e) for word in ("allocate", "verflow")):  # sizes past int64 too
             raise
         raise MemoryError(
             f"PPO's rollout needs about {gpu_memory_need(args, agent) / 2**30:.1f} GiB of host "

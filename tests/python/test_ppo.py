@@ -162,6 +162,32 @@ def test_a_trained_agent_records_one_episode_to_its_last_screen(tmp_path, capsys
     assert capsys.readouterr().err.startswith("error: [Errno 2] No such file")
 
 
+def test_an_out_holding_a_run_is_refused_unless_resumed_or_overwritten(tmp_path, capsys, smb_rom):
+    out = tmp_path / "run"
+    ppo.train(tiny(out=str(out)))
+    files = {name: (out / name).read_bytes() for name in ppo.RUN_FILES}
+    with pytest.raises(ValueError, match="holds a run already .*agent.pt, args.json, log.jsonl"):
+        ppo.train(tiny(out=str(out), seed=1))
+    assert cli.main(["train", "smb", "--backend", "cpu", "--out", str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert {name: (out / name).read_bytes() for name in ppo.RUN_FILES} == files
+    ppo.train(tiny(out=str(out), resume=str(out / "agent.pt")))  # a resume appends to the log
+    assert len((out / "log.jsonl").read_text().splitlines()) == 4
+    ppo.train(tiny(out=str(out), seed=1, overwrite=True))
+    assert len((out / "log.jsonl").read_text().splitlines()) == 2
+
+
+def test_an_agent_that_cannot_be_saved_is_refused_first_and_leaves_no_part_file(tmp_path, smb_rom):
+    out = tmp_path / "run"
+    (out / "agent.pt").mkdir(parents=True)
+    with pytest.raises(ValueError, match="agent.pt' is not a file"):
+        ppo.train(tiny(out=str(out)))
+    agent = ppo.Agent((2048,), 7, ppo.NETWORKS["ram"], 16)
+    with pytest.raises(IsADirectoryError):
+        ppo.save(agent, out / "agent.pt")
+    assert sorted(p.name for p in out.iterdir()) == ["agent.pt"]
+
+
 def test_the_agent_is_saved_every_few_updates_and_when_the_run_is_interrupted(tmp_path, monkeypatch, capsys, smb_rom):
     out = tmp_path / "run"
     saved = []
@@ -181,12 +207,12 @@ def test_the_agent_is_saved_every_few_updates_and_when_the_run_is_interrupted(tm
 
     saved.clear()
     with pytest.raises(KeyboardInterrupt):
-        ppo.train(tiny(total_steps=4 * 16 * 6, save_every=0, out=str(out)), on_update=stop_at_3)
+        ppo.train(tiny(total_steps=4 * 16 * 6, save_every=0, out=str(out), overwrite=True), on_update=stop_at_3)
     assert len(saved) == 1 and len((out / "log.jsonl").read_text().splitlines()) == 3
     assert torch.equal(ppo.load(out / "agent.pt").actor.weight, saved[0])
     # The command line says where the agent is and exits with 128 + SIGINT.
     monkeypatch.setattr(ppo, "train", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
-    assert cli.main(["train", "smb", "--backend", "cpu", "--out", str(out)]) == 130
+    assert cli.main(["train", "smb", "--backend", "cpu", "--out", str(out), "--overwrite"]) == 130
     assert f"the agent so far is in {out / 'agent.pt'}" in capsys.readouterr().err
     with pytest.raises(ValueError, match="save_every"):
         ppo.check(tiny(save_every=-1))
@@ -554,11 +580,14 @@ def test_agent_files_with_args_or_optimizer_state_not_their_own_are_clear_errors
         torch.save({**good, **parts}, path)
         return path
 
-    for parts in (dict(args=[1, 2]), dict(optimizer=[1, 2]), dict(optimizer={"state": {}})):
+    for parts in (dict(args=[1, 2]), dict(optimizer=[1, 2]), dict(optimizer={"state": {}}),
+                  dict(state_dict={1: 2})):  # fmt: skip
         with pytest.raises(ValueError, match="is not a whole nesle PPO agent"):
             ppo.load(with_part(**parts))
     with pytest.raises(ValueError, match="saved args cannot run: frameskip must be"):
         ppo.args_of(ppo.load(with_part(args={**good["args"], "frameskip": "four"})))
+    with pytest.raises(ValueError, match=r"saved args cannot run: obs must be one of .* got \['ram'\]"):
+        ppo.args_of(ppo.load(with_part(args={**good["args"], "obs": ["ram"]})))
     with pytest.raises(ValueError, match="saved args cannot run: anneal_lr must be True or False"):
         ppo.args_of(ppo.load(with_part(args={**good["args"], "anneal_lr": "no"})))
     torn = {**good["optimizer"], "param_groups": "x"}
@@ -584,9 +613,11 @@ def test_an_agent_of_another_env_is_refused_before_any_step_or_file(tmp_path, ca
             ppo.evaluate(ppo.Agent((2048,), 7, "mlp", 16), args, max_steps=bad)
     path = tmp_path / "agent.pt"
     ppo.save(ppo.Agent((2048,), 7, "mlp", 16), path, args)
-    assert cli.main(["record", "--agent", str(path), "--out", str(out), "--seed", "-1"]) == 2
+    with pytest.raises(SystemExit) as e:  # the parser's refusal, before the agent is loaded
+        cli.main(["record", "--agent", str(path), "--out", str(out), "--seed", "-1"])
+    assert e.value.code == 2
     err = capsys.readouterr().err
-    assert "seed must be at least 0" in err and "Traceback" not in err and not out.exists()
+    assert "--seed: must be an integer >= 0" in err and "Traceback" not in err and not out.exists()
 
 
 @pytest.mark.parametrize("weight", ['"x"', "null", '{"a": 1}', "[1, 2]", "NaN", "Infinity", "true"])
