@@ -165,10 +165,9 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _roms_fetch(args: argparse.Namespace) -> int:
-    names = args.games or list(roms.GAMES)
+    games = [roms.game(name) for name in args.games or roms.GAMES]  # unknown names before any fetch
     failed = 0
-    for name in names:
-        g = roms.game(name)
+    for g in games:
         try:
             path = roms.fetch(g.name, args.dest)
         except (roms.FetchError, OSError) as e:  # report, and try the other games
@@ -204,6 +203,8 @@ def _at_least(text: str, lo: int, what: str) -> int:
         raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
     if value < lo:
         raise argparse.ArgumentTypeError(f"must be {what}, got {value}")
+    if value > 2**63 - 1:  # past any count the commands take, and past NumPy's and torch's ints
+        raise argparse.ArgumentTypeError(f"must be {what} below 2^63, got {value}")
     return value
 
 
@@ -270,11 +271,14 @@ def _record(args: argparse.Namespace) -> int:
     try:
         with progress.Progress(len(actions), "recording") as bar:
             r = record.run(rom, actions, args.every, writer, on_frame=bar.update)
-    except KeyboardInterrupt:  # the writer still closes, below: a whole file of the images so far
+    except KeyboardInterrupt:  # a whole file of the images so far
+        writer.close()
         print(f"interrupted; wrote {args.out} ({writer.images} images)", file=sys.stderr)
         return 130
-    finally:
-        writer.close()
+    except BaseException:  # no file, and a file already at --out left as it was
+        writer.abort()
+        raise
+    writer.close()
     size = args.out.stat().st_size
     print(f"ran:    {r.frames} frames in {r.seconds:.2f} s (CPU backend, actions "
           f"{args.actions!r}, seed {args.seed})")  # fmt: skip
@@ -310,14 +314,14 @@ def _train(args: argparse.Namespace) -> int:
         num_minibatches=args.minibatches, update_epochs=args.epochs, ent_coef=args.ent_coef,
         seed=args.seed, tf32=args.tf32, out=str(args.out) if args.out else None,
         save_every=args.save_every, resume=str(args.resume) if args.resume else None,
+        overwrite=args.overwrite,
     )  # fmt: skip
     try:
         ppo.check(run)
+        ppo.check_out(run)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.out:
-        record.check_out_folder(args.out)
     rom = _load_or_fetch(args.game)  # a known game missing here is fetched first
     if nesle.vector.load_game(rom)[0] is None:
         # Such a ROM's env rewards nothing unless given a reward function, which only Python
@@ -366,7 +370,7 @@ def _add_run_args(cmd: argparse.ArgumentParser, rom_optional: bool = False) -> N
     cmd.add_argument("--actions", default="random", help="'random' (default; seeded), 'right', "
                      "a script file, or a script such as 'noop*40,start*5,noop*180,right+b*600' "
                      "(see nesle.record)")  # fmt: skip
-    cmd.add_argument("--seed", type=int, default=0, help="seed of --actions random (default 0)")
+    cmd.add_argument("--seed", type=_non_negative, default=0, help="seed of --actions random (default 0)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -470,6 +474,9 @@ def parser() -> argparse.ArgumentParser:
                             "on; --no-tf32: full FP32)")
     train.add_argument("--out", type=Path, help="folder for agent.pt, args.json and log.jsonl "
                        "(the agent saved at the end, every --save-every updates and on Ctrl-C)")
+    train.add_argument("--overwrite", action="store_true",
+                       help="let this run replace a run already in --out (its agent.pt, args.json "
+                            "and log.jsonl); without it such a folder is refused")
     train.add_argument("--save-every", type=int, default=50,
                        help="updates between saves of agent.pt (default 50; 0: at the end only)")
     train.add_argument("--resume", type=Path, help="an agent.pt to start from (its weights and "

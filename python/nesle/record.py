@@ -55,6 +55,11 @@ class RecordError(ValueError):
 # --- inputs ---
 
 
+#: The most frames a run or a script's count may ask for: 2^32, two years of NES time (more
+#: would only fail later, in NumPy, or run for ever).
+MAX_FRAMES = 2**32
+
+
 def parse_script(text: str, source: str = "script") -> np.ndarray:
     """A script (see the module doc) -> one uint8 button mask per frame."""
     masks: list[np.ndarray] = []
@@ -73,8 +78,10 @@ def parse_script(text: str, source: str = "script") -> np.ndarray:
                     raise RecordError(
                         f"{where}: the frame count after '*' must be an integer"
                     ) from None
-                if n < 1:
-                    raise RecordError(f"{where}: the frame count must be at least 1")
+                if not 1 <= n <= MAX_FRAMES:
+                    raise RecordError(
+                        f"{where}: the frame count must be between 1 and {MAX_FRAMES:,}"
+                    )
             masks.append(np.full(n, _parse_buttons(buttons.strip(), where), np.uint8))
     if not masks:
         raise RecordError(f"{source} holds no actions")
@@ -113,8 +120,8 @@ def action_script(spec: str, frames: int | None = None, seed: int = 0) -> np.nda
     ``frames``: the length (a script is cut, or padded with no buttons); default: a script's own
     length, else :data:`DEFAULT_FRAMES`.
     """
-    if frames is not None and frames < 1:
-        raise RecordError(f"frames must be at least 1, got {frames}")
+    if frames is not None and not 1 <= frames <= MAX_FRAMES:
+        raise RecordError(f"frames must be between 1 and {MAX_FRAMES:,}, got {frames}")
     if spec == "random":
         n = frames or DEFAULT_FRAMES
         rng = np.random.default_rng(seed)
@@ -125,7 +132,11 @@ def action_script(spec: str, frames: int | None = None, seed: int = 0) -> np.nda
         return np.full(frames or DEFAULT_FRAMES, BUTTON_BITS["right"], np.uint8)
     path = Path(spec).expanduser()
     if path.is_file():
-        script = parse_script(path.read_text(), str(path))
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            raise RecordError(f"actions {str(path)!r}: not a text action script") from None
+        script = parse_script(text, str(path))
     elif (
         any(c in spec for c in ",*+\n")
         or spec.strip()[:1].isdigit()
@@ -270,7 +281,41 @@ def _changed_box(prev: np.ndarray | None, cur: np.ndarray) -> tuple[int, int, in
     return int(rows[0]), int(cols[0]), int(rows[-1] - rows[0] + 1), int(cols[-1] - cols[0] + 1)
 
 
-class GifWriter:
+def part_path(path: str | os.PathLike[str]) -> Path:
+    """Where a recording is written until it is whole (``mario.part.gif``): a file already at
+    ``path`` is only replaced by a finished one (``close``), never by a run that failed."""
+    p = Path(path)
+    return p.with_name(f"{p.stem}.part{p.suffix}")
+
+
+class _PartFile:
+    """A recording's file, written under :func:`part_path` and moved to ``path`` by ``close``;
+    ``abort`` deletes it instead."""
+
+    def _open(self, path: str | os.PathLike[str]) -> None:
+        self._path, self._part = Path(path), part_path(path)
+        self._f: IO[bytes] = open(self._part, "wb")  # noqa: SIM115 (closed by close())
+
+    def _finish(self) -> None:
+        """Writes the format's end (the writer's own) before the file is moved into place."""
+
+    def close(self) -> None:
+        if self._f.closed:
+            return
+        try:
+            self._finish()
+            self._f.close()
+            os.replace(self._part, self._path)
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        self._f.close()
+        self._part.unlink(missing_ok=True)
+
+
+class GifWriter(_PartFile):
     """An animated GIF of palette-index frames, written as they come (``add``), looping."""
 
     def __init__(self, path: str | os.PathLike[str], palette: np.ndarray, fps: float = 60.0):
@@ -278,7 +323,7 @@ class GifWriter:
         if pal.shape != (64, 3):
             raise ValueError(f"palette must be (64, 3) RGB, got {pal.shape}")
         self.fps = fps
-        self._f: IO[bytes] = open(path, "wb")  # noqa: SIM115 (closed by close())
+        self._open(path)
         self._prev: np.ndarray | None = None
         self._frames_in = 0  # emulator frames written so far (for the running-clock delays)
         self._header_pal = pal.tobytes()
@@ -313,12 +358,9 @@ class GifWriter:
         self._prev = cur.copy()
         self.images += 1
 
-    def close(self) -> None:
-        if self._f.closed:
-            return
+    def _finish(self) -> None:
         if self._prev is not None:
             self._f.write(b"\x3b")
-        self._f.close()
 
 
 # --- APNG ---
@@ -328,13 +370,13 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
-class ApngWriter:
+class ApngWriter(_PartFile):
     """An animated PNG (palette colour type, exact delays of ``frames``/``fps`` s), looping."""
 
     def __init__(self, path: str | os.PathLike[str], palette: np.ndarray, fps: int = 60):
         self._pal = np.asarray(palette, np.uint8).tobytes()
         self.fps = fps
-        self._f: IO[bytes] = open(path, "wb")  # noqa: SIM115 (closed by close())
+        self._open(path)
         self._prev: np.ndarray | None = None
         self._seq = 0
         self._actl_at = 0
@@ -369,14 +411,11 @@ class ApngWriter:
         self._prev = cur.copy()
         self.images += 1
 
-    def close(self) -> None:
-        if self._f.closed:
-            return
+    def _finish(self) -> None:
         if self._prev is not None:
             self._f.write(_chunk(b"IEND", b""))
             self._f.seek(self._actl_at)
             self._f.write(_chunk(b"acTL", struct.pack(">II", self.images, 0)))
-        self._f.close()
 
 
 # --- MP4 ---
@@ -394,7 +433,7 @@ class Mp4Writer:
                 "or record to .gif or .png (animated PNG), which need nothing"
             ) from None
         self._pal = np.asarray(palette, np.uint8)
-        self._path, self._fps, self._gen = str(path), fps, None
+        self._path, self._part, self._fps, self._gen = Path(path), part_path(path), fps, None
         self._module = imageio_ffmpeg
         self.images = 0
 
@@ -404,7 +443,7 @@ class Mp4Writer:
         rgb = self._pal[np.asarray(indices, np.uint8)]
         if self._gen is None:
             h, w = rgb.shape[:2]
-            self._gen = self._module.write_frames(self._path, (w, h), fps=self._fps, quality=8)
+            self._gen = self._module.write_frames(str(self._part), (w, h), fps=self._fps, quality=8)
             self._gen.send(None)
         self._gen.send(np.ascontiguousarray(rgb).tobytes())
         self.images += 1
@@ -413,12 +452,23 @@ class Mp4Writer:
         if self._gen is not None:
             self._gen.close()
             self._gen = None
+            os.replace(self._part, self._path)
+
+    def abort(self) -> None:
+        if self._gen is not None:
+            self._gen.close()
+            self._gen = None
+        self._part.unlink(missing_ok=True)
 
 
 def open_writer(path: str | os.PathLike[str], every: int = 1) -> Any:
     """The writer for ``path``'s suffix (.gif, .png, .mp4), for images every ``every`` frames."""
     suffix = Path(path).suffix.lower()
     palette = _native.palette()
+    # An image's delay: a GIF's in 1/100 s, an APNG's in frames, each 16 bits.
+    longest = {".gif": 65535 * 60 // 100, ".png": 65535}.get(suffix)
+    if longest is not None and not 1 <= every <= longest:
+        raise RecordError(f"an image every {every} frames: a {suffix} image lasts at most {longest} frames")
     if suffix == ".gif":
         return GifWriter(path, palette)
     if suffix == ".png":

@@ -273,7 +273,7 @@ def test_random_actions_are_seeded() -> None:
     [
         ("bogus", "not 'random' or 'right', no such file"),
         ("right+x*3", "unknown button 'x'"),
-        ("start*0", "at least 1"),
+        ("start*0", "between 1 and"),
         ("a*many", "must be an integer"),
         ("0x100", "0..255"),
         ("left+right+", "line 1: 'left+right+': unknown button ''"),
@@ -283,6 +283,13 @@ def test_bad_scripts_say_what_is_wrong(spec: str, message: str) -> None:
     with pytest.raises(record.RecordError) as e:
         record.action_script(spec)
     assert message in str(e.value)
+
+
+def test_a_binary_file_is_not_taken_for_a_script(tmp_path: Path) -> None:
+    binary = tmp_path / "game.nes"
+    binary.write_bytes(b"NES\x1a\xff\xfe" + bytes(range(256)))
+    with pytest.raises(record.RecordError, match="not a text action script"):
+        record.action_script(str(binary))
 
 
 def test_an_empty_script_file_is_refused(tmp_path: Path) -> None:
@@ -327,6 +334,9 @@ def test_record_writes_a_gif(smb_rom: bytes, tmp_path: Path, capsys) -> None:
         (["demo", "--out", "shot.jpg"], "must end in .png"),
         (["bench", "--backend", "cpu", "--json", "/no/such/dir/b.json"], "no such folder"),
         (["play", "no-such-game"], "neither a ROM file nor a known game"),
+        (["play", "smb", "--frames", str(2**33)], "frames must be between 1 and 4,294,967,296"),
+        (["play", "smb", "--actions", f"right*{10**23}"], "frame count must be between 1 and"),
+        (["roms", "fetch", "smb", "foo"], "unknown game 'foo'"),  # before smb is looked at
     ],
 )
 def test_bad_arguments_give_clear_errors(argv: list[str], message: str, capsys) -> None:
@@ -394,13 +404,15 @@ def test_a_file_system_error_is_one_line_not_a_traceback(monkeypatch, capsys) ->
 
 
 @pytest.mark.parametrize("argv", [["play", "smb", "--frames", "0"], ["record", "smb",
-                         "--out", "a.gif", "--every", "-1"], ["record", "smb"]])  # fmt: skip
+                         "--out", "a.gif", "--every", "-1"], ["record", "smb"],
+                         ["play", "smb", "--seed", "-1"], ["play", "smb", "--frames", str(10**23)],
+                         ["bench", "--envs", str(2**63)]])  # fmt: skip
 def test_bad_numbers_are_refused_by_the_parser(argv: list[str], capsys) -> None:
     with pytest.raises(SystemExit) as e:
         cli.main(argv)
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert "must be a positive integer" in err or "required: --out" in err
+    assert any(m in err for m in ("must be a positive integer", "must be an integer >= 0", "required: --out"))
 
 
 def test_mp4_without_imageio_ffmpeg_says_what_to_install(tmp_path: Path, capsys) -> None:
@@ -464,6 +476,36 @@ def test_ctrl_c_while_recording_keeps_a_whole_file_of_the_images_so_far(smb_rom,
     assert out.read_bytes().endswith(b";")  # the trailer: a whole GIF
     _, frames, _ = decode_gif(out)
     assert len(frames) == 3  # frames 0, 10 and 20
+
+
+@pytest.mark.parametrize("suffix", [".gif", ".png"])
+def test_a_recording_that_fails_midway_leaves_an_earlier_file_as_it_was(smb_rom, tmp_path, monkeypatch,
+                                                                         suffix):
+    real_run = record.run
+
+    def run_then_fail(rom, actions, every, sink, on_frame=None):
+        real_run(rom, actions[:30], every, sink)
+        raise RuntimeError("a failure midway")
+
+    monkeypatch.setattr(record, "run", run_then_fail)
+    out = tmp_path / f"keep{suffix}"
+    out.write_bytes(b"an earlier recording")
+    with pytest.raises(RuntimeError, match="a failure midway"):
+        cli.main(["record", "smb", "--out", str(out), "--frames", "600", "--every", "10"])
+    assert out.read_bytes() == b"an earlier recording"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # no part file left
+
+
+@pytest.mark.parametrize(("suffix", "every"), [(".gif", 39322), (".png", 65536)])
+def test_images_longer_than_the_format_holds_are_refused_before_running(tmp_path, capsys, suffix, every):
+    out = tmp_path / f"keep{suffix}"
+    out.write_bytes(b"an earlier recording")
+    argv = ["record", "smb", "--out", str(out), "--frames", "5", "--every", str(every)]
+    assert cli.main(argv) == 2
+    got = capsys.readouterr()
+    assert got.err.startswith(f"error: an image every {every} frames") and got.err.count("\n") == 1
+    assert out.read_bytes() == b"an earlier recording"
+    record.open_writer(tmp_path / f"ok{suffix}", every - 1).abort()  # the longest is taken
 
 
 def test_ctrl_c_in_any_command_is_one_line_and_the_shells_code(monkeypatch, capsys):
