@@ -824,6 +824,13 @@ def _resume(agent: Agent, optimizer: torch.optim.Optimizer, path: str) -> None:
     if prior.optimizer_state is not None:
         try:
             optimizer.load_state_dict(prior.optimizer_state)
+            # torch takes moments of any shape here, and fails only at the first update's step.
+            for p in agent.parameters():
+                for name in ("exp_avg", "exp_avg_sq"):
+                    moment = optimizer.state.get(p, {}).get(name)
+                    if moment is not None and moment.shape != p.shape:
+                        shapes = f"{tuple(moment.shape)} for a weight of {tuple(p.shape)}"
+                        raise ValueError(f"{name} of shape {shapes}")
         except (KeyError, TypeError, ValueError, IndexError) as e:
             raise ValueError(
                 f"cannot resume from {path}: its optimizer state is not Adam's for this network "
