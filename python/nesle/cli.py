@@ -166,6 +166,8 @@ def _info(args: argparse.Namespace) -> int:
 
 def _roms_fetch(args: argparse.Namespace) -> int:
     games = [roms.game(name) for name in args.games or roms.GAMES]  # unknown names before any fetch
+    if args.dest is not None:
+        record.check_out_folder(args.dest)  # and a folder that cannot be written to
     failed = 0
     for g in games:
         try:

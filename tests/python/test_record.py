@@ -337,6 +337,7 @@ def test_record_writes_a_gif(smb_rom: bytes, tmp_path: Path, capsys) -> None:
         (["play", "smb", "--frames", str(2**33)], "frames must be between 1 and 4,294,967,296"),
         (["play", "smb", "--actions", f"right*{10**23}"], "frame count must be between 1 and"),
         (["roms", "fetch", "smb", "foo"], "unknown game 'foo'"),  # before smb is looked at
+        (["roms", "fetch", "smb", "--dest", "/proc/no-such/roms"], "not writable"),  # before pip runs
     ],
 )
 def test_bad_arguments_give_clear_errors(argv: list[str], message: str, capsys) -> None:
