@@ -468,7 +468,9 @@ def open_writer(path: str | os.PathLike[str], every: int = 1) -> Any:
     # An image's delay: a GIF's in 1/100 s, an APNG's in frames, each 16 bits.
     longest = {".gif": 65535 * 60 // 100, ".png": 65535}.get(suffix)
     if longest is not None and not 1 <= every <= longest:
-        raise RecordError(f"an image every {every} frames: a {suffix} image lasts at most {longest} frames")
+        raise RecordError(
+            f"an image every {every} frames: a {suffix} image lasts at most {longest} frames"
+        )
     if suffix == ".gif":
         return GifWriter(path, palette)
     if suffix == ".png":
