@@ -211,6 +211,7 @@ def _at_least(text: str, lo: int, what: str) -> int:
 
 
 def _play(args: argparse.Namespace) -> int:
+    args.actions = args.actions or "random"
     record.check_out(args.out, (".png",))
     actions = record.action_script(args.actions, args.frames, args.seed)
     rom = _load_or_fetch(args.rom)
@@ -260,7 +261,16 @@ def _record_agent(args: argparse.Namespace) -> int:
 
 def _record(args: argparse.Namespace) -> int:
     if args.agent is not None:
+        given = [flag for flag in ("actions", "every") if getattr(args, flag) is not None]
+        if given:  # refused, not ignored: the agent picks the actions, and each step is an image
+            print(f"error: --{given[0]} is for a ROM's recording; with --agent the agent picks "
+                  "the actions and every step's screen is an image", file=sys.stderr)  # fmt: skip
+            return 2
         return _record_agent(args)
+    if args.greedy:
+        print("error: --greedy is for --agent's recording: a ROM's has no policy", file=sys.stderr)
+        return 2
+    args.actions, args.every = args.actions or "random", args.every or 2
     if args.rom is None:
         print("error: nesle record needs a ROM (or --agent)", file=sys.stderr)
         return 2
@@ -369,7 +379,7 @@ def _add_run_args(cmd: argparse.ArgumentParser, rom_optional: bool = False) -> N
         cmd.add_argument("rom", help="ROM path or game name")
     cmd.add_argument("--frames", type=_positive, help="frames to run from power-on "
                      "(default: a script's length, else 600)")  # fmt: skip
-    cmd.add_argument("--actions", default="random", help="'random' (default; seeded), 'right', "
+    cmd.add_argument("--actions", help="'random' (default; seeded), 'right', "
                      "a script file, or a script such as 'noop*40,start*5,noop*180,right+b*600' "
                      "(see nesle.record)")  # fmt: skip
     cmd.add_argument("--seed", type=_non_negative, default=0, help="seed of --actions random (default 0)")
@@ -436,7 +446,7 @@ def parser() -> argparse.ArgumentParser:
                      help="with --agent: the most likely action, not a sampled one")
     rec.add_argument("--out", type=Path, required=True, help="run.gif, run.png (animated) or "
                      "run.mp4 (needs imageio-ffmpeg)")  # fmt: skip
-    rec.add_argument("--every", type=_positive, default=2,
+    rec.add_argument("--every", type=_positive,
                      help="keep every K-th frame (default 2: 30 images/s)")  # fmt: skip
     rec.set_defaults(func=_record)
 
