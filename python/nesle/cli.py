@@ -110,6 +110,10 @@ def _load_or_fetch(name_or_path: str) -> bytes:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.frames > record.MAX_FRAMES:  # a run that would not end
+        print(f"error: --frames must be at most {record.MAX_FRAMES:,}, got {args.frames}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     if args.out:
         record.check_out(args.out, (".png",))
     rom = _load_or_fetch(args.rom)

@@ -820,6 +820,8 @@ def _resume(agent: Agent, optimizer: torch.optim.Optimizer, path: str) -> None:
             f"actions, {theirs[2]}, hidden {theirs[3]}) is not this run's (observations "
             f"{mine[0]}, {mine[1]} actions, {mine[2]}, hidden {mine[3]})"
         )
+    if not all(bool(torch.isfinite(p).all()) for p in prior.parameters()):
+        raise ValueError(f"cannot resume from {path}: its weights are not finite (its run diverged)")
     agent.load_state_dict(prior.state_dict())
     if prior.optimizer_state is not None:
         try:

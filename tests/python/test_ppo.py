@@ -590,6 +590,10 @@ def test_agent_files_with_args_or_optimizer_state_not_their_own_are_clear_errors
         ppo.args_of(ppo.load(with_part(args={**good["args"], "obs": ["ram"]})))
     with pytest.raises(ValueError, match="saved args cannot run: anneal_lr must be True or False"):
         ppo.args_of(ppo.load(with_part(args={**good["args"], "anneal_lr": "no"})))
+    diverged = {k: v.fill_(float("nan")) if v.is_floating_point() else v for k, v in
+                {k: v.clone() for k, v in good["state_dict"].items()}.items()}  # fmt: skip
+    with pytest.raises(ValueError, match="its weights are not finite"):
+        ppo.train(tiny(resume=str(with_part(state_dict=diverged))))
     misshapen = {**good["optimizer"], "state": {k: {**v, "exp_avg": v["exp_avg"][..., :1]}
                                                 for k, v in good["optimizer"]["state"].items()}}  # fmt: skip
     with pytest.raises(ValueError, match="optimizer state is not Adam's .*exp_avg of shape"):

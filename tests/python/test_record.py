@@ -337,6 +337,7 @@ def test_record_writes_a_gif(smb_rom: bytes, tmp_path: Path, capsys) -> None:
         (["play", "smb", "--frames", str(2**33)], "frames must be between 1 and 4,294,967,296"),
         (["play", "smb", "--actions", f"right*{10**23}"], "frame count must be between 1 and"),
         (["roms", "fetch", "smb", "foo"], "unknown game 'foo'"),  # before smb is looked at
+        (["demo", "--frames", str(2**40)], "--frames must be at most 4,294,967,296"),
         (["record", "smb", "--out", "r.gif", "--greedy"], "--greedy is for --agent's recording"),
         (["record", "--agent", "a.pt", "--out", "r.gif", "--every", "4"], "--every is for a ROM's"),
         (["record", "--agent", "a.pt", "--out", "r.gif", "--actions", "right"], "--actions is for"),
