@@ -16,7 +16,8 @@
                                   palette indices (MP4 needs imageio-ffmpeg); see nesle.record
     nesle train [GAME] [--steps N] [--envs N] [--obs ram|gray84] [--out DIR] [...]
                                   PPO on the best backend here (nesle.ppo; needs torch): a log
-                                  line per update, the agent saved as DIR/agent.pt
+                                  line per update, the agent saved as DIR/agent.pt (a DIR that
+                                  holds a run already needs --resume or --overwrite)
     nesle record --agent DIR/agent.pt --out run.gif [--greedy] [--seed S]
                                   one episode of a trained agent, recorded
 """
