@@ -133,7 +133,7 @@ def test_the_flag_the_castle_and_the_next_stage_s_intro_are_skipped_as_gym_skips
     ref = nesle.CpuBatch(smb_rom, 1)
     ref.set_render(True)
     ref.load_state(0, env.save_state(0).console)
-    for a in bytes.fromhex("".join(TO_THE_FLAG)):
+    for a in bytes.fromhex(TO_THE_FLAG):
         ref.step(np.array([a], np.uint8), 8)
     ram = ref.ram()[0]
     assert smb.x_pos(ram) >= 3000 and ram[0x0E] == 0x08, "the inputs no longer reach the flag"
