@@ -804,8 +804,9 @@ impl Batch {
         Ok(())
     }
 
-    /// Env i takes bank state `pick[i]` (default `i % bank.len()`) where `mask[i] != 0`; a pick
-    /// past the bank leaves the env as it is, as in [`Batch::reset_masked_device`]. Runs on the
+    /// Env i takes bank state `pick[i]` (default `i % bank.len()`) where `mask[i] != 0`. A pick
+    /// past the bank for a masked env is refused before anything changes (the host can see it
+    /// here; [`Batch::reset_masked_device`] cannot without a synchronization). Runs on the
     /// device, queued after earlier steps.
     pub fn reset_masked(&mut self, mask: &[u8], pick: Option<&[u32]>) -> Result<(), Error> {
         if mask.len() != self.n_envs || pick.is_some_and(|p| p.len() != self.n_envs) {
@@ -815,7 +816,10 @@ impl Batch {
             return Err(Error::BadArgument("reset_masked needs set_bank first".into()));
         };
         let picks: Vec<u32> = match pick {
-            Some(p) => p.to_vec(),
+            Some(p) => {
+                check_picks(mask, p, *bank_len)?;
+                p.to_vec()
+            }
             None => (0..self.n_envs).map(|i| (i % bank_len) as u32).collect(),
         };
         self.gpu.upload(mask, &mut self.mask, 0)?;
@@ -967,6 +971,14 @@ fn lockstep_launches(frames: u32) -> impl Iterator<Item = u32> {
         .map(move |i| (frames - i * LOCKSTEP_FRAMES_PER_LAUNCH).min(LOCKSTEP_FRAMES_PER_LAUNCH))
 }
 
+/// The first masked env whose pick lies past a bank of `bank_len` states, as an error.
+fn check_picks(mask: &[u8], pick: &[u32], bank_len: usize) -> Result<(), Error> {
+    match mask.iter().zip(pick).position(|(&m, &p)| m != 0 && p as usize >= bank_len) {
+        Some(i) => Err(Error::BadArgument(format!("env {i} picks start state {} of a bank of {bank_len}", pick[i]))),
+        None => Ok(()),
+    }
+}
+
 /// Whether the step after `steps` steps regroups first: every `every`-th (0: never), not the
 /// first, and only with more than one warp of envs.
 fn regroup_due(every: u32, n_envs: usize, steps: u64) -> bool {
@@ -1035,6 +1047,15 @@ mod tests {
         assert!((0..25).all(|s| !regroup_due(0, 64, s)));
         assert!((0..25).all(|s| !regroup_due(1, 32, s)));
         assert!((1..25).all(|s| regroup_due(1, 33, s)) && !regroup_due(1, 33, 0));
+    }
+
+    #[test]
+    fn a_masked_env_picking_past_the_bank_is_refused_and_an_unmasked_one_is_not() {
+        assert!(check_picks(&[1, 1, 0], &[0, 2, 9], 3).is_ok(), "env 2 is not reset: its pick is unused");
+        let err = check_picks(&[1, 1, 0], &[0, 3, 0], 3).unwrap_err();
+        assert!(matches!(&err, Error::BadArgument(why) if why.contains("env 1") && why.contains("bank of 3")), "{err}");
+        assert!(check_picks(&[0, 0], &[u32::MAX, 5], 1).is_ok());
+        assert!(check_picks(&[0, 7], &[0, u32::MAX], 1).is_err(), "any nonzero byte masks");
     }
 
     fn nrom() -> Vec<u8> {
