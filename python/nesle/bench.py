@@ -16,6 +16,9 @@ envs x timed steps / wall seconds, with the backend synchronised at the end of e
 lookup and checks, per-frame reward and done on the RAM trace, observations; RAM, or gray84
 with ``--pixels``, or RGB with ``--rgb``; episodes never end, as in the protocol) instead of
 the raw batch, to measure what the Python layer costs (rows named e.g. ``B/env``).
+
+The largest env count is built once before any row runs, so a count this machine's memory
+cannot hold is a ``MemoryError`` at once rather than after the smaller counts' rows.
 """
 
 from __future__ import annotations
@@ -112,10 +115,7 @@ def run(
     pixels = pixels or rgb
     if env:
         return _run_env(protocol, n, backend, frameskip, warmup, steps, seed, pixels, rom, rgb)
-    start = start_states.smb(rom, ["1-1"])[0]
-    batch = _batch(backend, rom, n)
-    batch.restore(start.state)
-    batch.set_render(pixels)
+    batch, sink = _raw(backend, rom, n, pixels, rgb)
     rng = np.random.default_rng(seed)
     masks = button_masks(SIMPLE_MOVEMENT)
     lockstep = np.full(n, RIGHT, np.uint8)
@@ -124,8 +124,6 @@ def run(
         if protocol == "A":
             return lockstep
         return masks[rng.integers(0, len(masks), size=n)]
-
-    sink = (_rgb_sink if rgb else _gray84_sink)(backend, n) if pixels else None
 
     def step() -> None:
         batch.step(actions(), frameskip)
@@ -140,6 +138,34 @@ def run(
         except RuntimeError as e:  # a driver query failed: the measured row stands, and says so
             print(f"nesle bench: no device report for {name} at {n:,} envs: {e}", file=sys.stderr)
     return row
+
+
+def _raw(backend: str, rom: bytes, n: int, pixels: bool, rgb: bool):
+    """A raw protocol row's batch, at World 1-1, and its observation sink (None without
+    pixels): everything the row holds in memory."""
+    start = start_states.smb(rom, ["1-1"])[0]
+    batch = _batch(backend, rom, n)
+    batch.restore(start.state)
+    batch.set_render(pixels)
+    sink = (_rgb_sink if rgb else _gray84_sink)(backend, n) if pixels else None
+    return batch, sink
+
+
+def check_fits(backend: str, n: int, *, pixels: bool = False, rgb: bool = False,
+               env: bool = False, rom: bytes | None = None) -> None:  # fmt: skip
+    """Build what a row of ``n`` envs holds (the batch and its sink, or with ``env`` the vector
+    env) and drop it: a ``MemoryError`` now, before any row runs, for a count the host's or the
+    GPU's memory cannot hold. Nothing is stepped."""
+    rom = rom if rom is not None else roms.load("smb")
+    pixels = pixels or rgb
+    if env:
+        _make_env(rom, n, backend, 4, 0, pixels, rgb).close()
+    else:
+        _raw(backend, rom, n, pixels, rgb)  # dropped at once
+    if backend == "cuda" and (pixels or env):
+        import torch  # the sinks' and the env's tensors are torch's
+
+        torch.cuda.empty_cache()  # their buffers, back for the rows
 
 
 def _timed(step, name: str, backend: str, n: int, warmup: int, steps: int, frameskip: int) -> Row:
@@ -194,11 +220,15 @@ def _never(ram):
     return ram[..., 0] != ram[..., 0]
 
 
-def _run_env(protocol, n, backend, frameskip, warmup, steps, seed, pixels, rom, rgb=False) -> Row:
-    venv = nesle.make_vec(
+def _make_env(rom, n, backend, frameskip, seed, pixels, rgb):
+    return nesle.make_vec(
         rom, n, backend=backend, frameskip=frameskip, obs="rgb" if rgb else "gray84" if pixels else "ram",
         action_space="simple", start_states="1-1", done=_never, seed=seed,
     )  # fmt: skip
+
+
+def _run_env(protocol, n, backend, frameskip, warmup, steps, seed, pixels, rom, rgb=False) -> Row:
+    venv = _make_env(rom, n, backend, frameskip, seed, pixels, rgb)
     sync = _cuda_sync if venv.backend == "cuda" else (lambda: None)
     venv.reset(seed=seed)
     rng = np.random.default_rng(seed)
@@ -268,10 +298,14 @@ def main(args) -> int:
     if not args.envs:
         args.envs = DEFAULT_ENVS[args.backend]
     print(f"backend: {args.backend}")
+    # The largest count first, built and dropped: one too large for this machine's memory is
+    # an error now, not after the smaller counts' rows have run.
+    compare = getattr(args, "compare_env", False)
+    for env in (False, True) if compare else (getattr(args, "env", False),):
+        check_fits(args.backend, max(args.envs), pixels=args.pixels, rgb=getattr(args, "rgb", False), env=env)
     rows = []
     gpus: list[str] = []  # each GPU line printed once
     layer = []  # --compare-env: the Python layer's cost per protocol and env count
-    compare = getattr(args, "compare_env", False)
     print(f"{'protocol':<10} {'backend':<7} {'envs':>8} {'env-steps/s':>14} {'frames/s':>12}")
 
     def one(protocol: str, n: int, env: bool) -> Row:

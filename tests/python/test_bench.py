@@ -35,13 +35,34 @@ def test_the_cli_writes_json_rows(tmp_path):
 
 
 @pytest.mark.rom
-def test_a_run_stopped_by_too_many_envs_keeps_its_rows_in_the_json(tmp_path, capsys):
+@pytest.mark.parametrize("extra", [[], ["--pixels"], ["--env"], ["--compare-env"]])
+def test_too_many_envs_is_an_error_before_any_row_runs(extra, tmp_path, monkeypatch, capsys):
+    timed = []
+    monkeypatch.setattr(bench, "_timed", lambda *a, **k: timed.append(a))
     out = tmp_path / "bench.json"
     assert cli.main(["bench", "--backend", "cpu", "--protocol", "B", "--envs", "1", str(2**40),
+                     "--warmup", "0", "--steps", "1", "--json", str(out), *extra]) == 2
+    assert timed == [] and not out.exists()
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and err.count("\n") == 1 and str(2**40) in err
+
+
+@pytest.mark.rom
+def test_a_run_stopped_by_an_error_keeps_its_rows_in_the_json(tmp_path, monkeypatch, capsys):
+    run = bench.run
+
+    def second_fails(protocol, n, **kw):
+        if n == 2:
+            raise MemoryError(f"{n} environments need more memory")
+        return run(protocol, n, **kw)
+
+    monkeypatch.setattr(bench, "run", second_fails)
+    out = tmp_path / "bench.json"
+    assert cli.main(["bench", "--backend", "cpu", "--protocol", "B", "--envs", "1", "2",
                      "--warmup", "0", "--steps", "1", "--json", str(out)]) == 2
     doc = json.loads(out.read_text())
     assert [r["envs"] for r in doc["rows"]] == [1]
-    assert doc["stopped"].startswith("MemoryError") and str(2**40) in doc["stopped"]
+    assert doc["stopped"].startswith("MemoryError") and "2 environments" in doc["stopped"]
     err = capsys.readouterr().err
     assert err.startswith("error:") and err.count("\n") == 1
 
