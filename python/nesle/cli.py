@@ -313,6 +313,10 @@ def _train(args: argparse.Namespace) -> int:
     except ImportError as e:
         print(f"error: nesle train needs torch ({e}); pip install 'nesle[torch]'", file=sys.stderr)
         return 2
+    if args.device is not None and args.backend == "cpu":
+        # Taken and ignored, it would let a user think some GPU was doing the work.
+        print("error: --device picks a CUDA device, and --backend cpu runs on none", file=sys.stderr)
+        return 2
     reward = args.reward
     if reward is not None and reward.startswith("{"):
         import json
@@ -323,7 +327,7 @@ def _train(args: argparse.Namespace) -> int:
             print(f"error: --reward {reward!r} is not valid JSON: {e}", file=sys.stderr)
             return 2
     run = ppo.Args(
-        game=args.game, backend=args.backend, device=args.device, num_envs=args.envs,
+        game=args.game, backend=args.backend, device=args.device or 0, num_envs=args.envs,
         obs=args.obs, frameskip=args.frameskip, action_space=args.actions, reward=reward,
         done=args.done, start_states=args.start, skip_cutscenes=args.skip_cutscenes,
         max_episode_steps=args.max_episode_steps,
@@ -464,7 +468,8 @@ def parser() -> argparse.ArgumentParser:
                        help="consoles at once (default on CUDA 16,384, 4,096 with gray84; on "
                             "the CPU 8 per core)")
     train.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"])
-    train.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
+    train.add_argument("--device", type=_non_negative,
+                       help="CUDA device (default 0; not with --backend cpu)")
     train.add_argument("--obs", default="ram", choices=list(("ram", "gray84")),
                        help="ram (an MLP over the 2,048 bytes; default) or gray84 (convolutions "
                             "over 4 stacked 84x84 frames)")

@@ -368,7 +368,7 @@ def test_bad_settings_and_files_are_clear_errors(tmp_path, capsys, smb_rom):
         ppo.load(bad)
     with pytest.raises(FileNotFoundError):
         ppo.load(tmp_path / "missing.pt")
-    for argv in (["--steps", "0"], ["--obs", "rgb"], ["--backend", "tpu"]):
+    for argv in (["--steps", "0"], ["--obs", "rgb"], ["--backend", "tpu"], ["--device", "-1"]):
         with pytest.raises(SystemExit) as e:
             cli.main(["train", "smb", *argv])
         assert e.value.code == 2
@@ -379,6 +379,9 @@ def test_bad_settings_and_files_are_clear_errors(tmp_path, capsys, smb_rom):
     assert cli.main(["train", "smb", "--backend", "cpu", "--actions", "no_such_set"]) == 2
     assert cli.main(["train", "smb", "--backend", "cpu", "--reward", "{death: -1}"]) == 2
     assert cli.main(["train", "smb", "--backend", "cpu", "--reward", '{"no_such_part": 1}']) == 2
+    # A GPU named for the CPU backend: refused, not taken and ignored.
+    assert cli.main(["train", "smb", "--backend", "cpu", "--device", "1", "--steps", "32"]) == 2
+    assert "--backend cpu runs on none" in capsys.readouterr().err
     # More envs than the host holds: the batch's error line, not a traceback or a killed process.
     assert cli.main(["train", "smb", "--backend", "cpu", "--envs", str(10**12), "--steps", "64"]) == 2
     assert "GiB of host memory" in capsys.readouterr().err
