@@ -780,7 +780,7 @@ def train(args: Args, on_update: Callable[[dict[str, float]], None] | None = Non
     check_out(args)
     backend = args.backend
     if backend == "auto":
-        backend = "cuda" if nesle.vector.cuda_available(args.device)[0] else "cpu"
+        backend = "cuda" if nesle.vector.auto_cuda(args.device)[0] else "cpu"
     args = args.resolved(backend)
     check(args)  # again, with the backend's defaults filled in
     assert args.num_envs is not None and args.frame_stack is not None

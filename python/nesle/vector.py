@@ -63,7 +63,7 @@ on the env's device, actions may be a CUDA tensor, and auto-resets run on the de
 (:mod:`nesle._device` says what differs and what still crosses to the host). ``"auto"`` picks CUDA when
 ``nesle._native.cuda_available()`` says a GPU and the kernels are there, else the CPU, and logs
 which (INFO, logger "nesle"); ``"cuda"`` without them raises :class:`BackendUnavailableError`
-with the reason.
+with the reason, as ``"auto"`` does for a ``device`` the machine lacks while it has a GPU.
 """
 
 from __future__ import annotations
@@ -139,6 +139,21 @@ def require_cuda(device: int = 0) -> str:
     return why
 
 
+def auto_cuda(device: int = 0) -> tuple[bool, str]:
+    """``backend="auto"``'s choice on ``device``: :func:`cuda_available`'s answer, except that a
+    device this machine lacks while it has CUDA device 0 is a :class:`BackendUnavailableError`,
+    not a quiet fall back to the CPU (a mistyped ordinal would otherwise train on the CPU)."""
+    ok, why = cuda_available(device)
+    if not ok and device != 0:
+        has_gpu, gpu = cuda_available(0)
+        if has_gpu:
+            raise BackendUnavailableError(
+                f"backend='auto' cannot run on CUDA device {device} ({why}), though this machine "
+                f"has {gpu}: pass a device it has, or backend='cpu'"
+            )
+    return ok, why
+
+
 def make_batch(
     rom: bytes,
     num_envs: int,
@@ -163,7 +178,7 @@ def make_batch(
     if backend == "cuda":
         gpu = require_cuda(device)
     else:
-        ok, gpu = cuda_available(device)
+        ok, gpu = auto_cuda(device)
         if not ok:
             log.info("nesle: CPU backend, %d environments (CUDA unavailable: %s)", num_envs, gpu)
             return _native.CpuBatch(rom, num_envs)

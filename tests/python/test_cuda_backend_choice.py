@@ -59,3 +59,27 @@ def test_a_negative_regroup_every_is_a_value_error(blank_rom):
     # Checked before any GPU is asked for, so it holds on every machine.
     with pytest.raises(ValueError, match="regroup_every"):
         _native.CudaBatch(blank_rom, 2, regroup_every=-1)
+
+
+def test_auto_on_a_device_this_machine_lacks_is_an_error_where_it_has_a_gpu(monkeypatch, blank_rom):
+    def one_gpu(device=0):
+        return (True, "CUDA device 0: a GPU") if device == 0 else (False, f"no CUDA device {device}")
+
+    monkeypatch.setattr(nesle.vector, "cuda_available", one_gpu)
+    with pytest.raises(nesle.BackendUnavailableError, match="device 3 .* has CUDA device 0: a GPU"):
+        nesle.vector.make_batch(blank_rom, 2, backend="auto", device=3)
+    with pytest.raises(nesle.BackendUnavailableError, match="device 3"):
+        nesle.make_vec("smb", 1, device=3)
+    # Without any GPU, auto falls back to the CPU whatever the device: a setting made for
+    # another machine still runs here.
+    monkeypatch.setattr(nesle.vector, "cuda_available", lambda device=0: (False, "no CUDA driver"))
+    assert nesle.make_vec("smb", 1, device=3).backend == "cpu"
+
+
+def test_auto_on_a_real_missing_device_is_an_error_on_a_gpu_machine():
+    ok, _ = _native.cuda_available()
+    if ok:
+        with pytest.raises(nesle.BackendUnavailableError, match="device 999"):
+            nesle.make_vec("smb", 1, device=999)
+    else:
+        assert nesle.make_vec("smb", 1, device=999).backend == "cpu"
