@@ -156,6 +156,26 @@ def test_a_bool_is_not_taken_for_an_int(smb_rom, call):
     b.step(np.zeros(2, np.uint8), np.int64(1))  # NumPy's integers are ints
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda b, rom: nesle.CpuBatch(rom, 2**70),
+        lambda b, rom: b.step(np.zeros(2, np.uint8), 2**64),
+        lambda b, rom: b.write_ram(-(2**63) - 1, 7),
+        lambda b, rom: b.save_state(2**100),
+        lambda b, rom: nesle._native.cuda_available(2**64),
+    ],
+    ids=["num_envs", "frames", "address", "save-index", "device"],
+)
+def test_an_int_past_64_bits_is_a_value_error(smb_rom, call):
+    b = nesle.CpuBatch(smb_rom, 2)
+    b.step(np.zeros(2, np.uint8), 3)
+    before = [b.save_state(i) for i in range(2)]
+    with pytest.raises(ValueError, match="out of range"):
+        call(b, smb_rom)
+    assert [b.save_state(i) for i in range(2)] == before
+
+
 def test_gray84_refuses_pixels_past_the_palette():
     pixels = np.full((2, 240, 256), 0x30, np.uint8)
     nesle._native.gray84(pixels)

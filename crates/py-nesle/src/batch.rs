@@ -26,7 +26,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use nes_core::{palette, Console};
 use numpy::ndarray::{Array, Dimension, IntoDimension, IxDyn};
 use numpy::{IntoPyArray, PyArray, PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyIndexError, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyMemoryError, PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyMemoryView};
 use rayon::prelude::*;
@@ -99,12 +99,23 @@ pub(crate) fn describe(obj: &Bound<'_, PyAny>) -> String {
 
 /// An integer argument (a Python int or NumPy integer) as `i64`, through `from_py_with`: Python
 /// counts `True` as 1, but a bool given as a console index, a frame count, an address or a byte
-/// is a mistake, refused as the Python layer refuses it.
+/// is a mistake, refused as the Python layer refuses it. An int past 64 bits is out of range
+/// for every such argument: a `ValueError`, as the other out-of-range values are, not
+/// Python's `OverflowError` about C longs.
 pub(crate) fn int(ob: &Bound<'_, PyAny>) -> PyResult<i64> {
     if ob.is_instance_of::<PyBool>() {
         return Err(PyTypeError::new_err(format!("expected an int, got the bool {}", ob.repr()?)));
     }
-    ob.extract()
+    ob.extract().map_err(|e: PyErr| {
+        if e.is_instance_of::<PyOverflowError>(ob.py()) {
+            PyValueError::new_err(format!(
+                "{} is out of range (past a 64-bit integer)",
+                ob.repr().map_or_else(|_| "an int".into(), |r| r.to_string())
+            ))
+        } else {
+            e
+        }
+    })
 }
 
 /// Python-style index (negative counts from the end) -> position, or `IndexError`.
