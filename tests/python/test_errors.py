@@ -132,48 +132,38 @@ def test_a_state_from_another_rom_is_refused(smb_rom, blank_rom):
         smb.load_state(0, blank.save_state(0))
 
 
+_BOOL = (TypeError, "expected an int, got the bool")
+_PAST_64_BITS = (ValueError, "out of range")
+
+
 @pytest.mark.parametrize(
-    "call",
+    ("call", "refusal"),
     [
-        lambda b, rom: nesle.CpuBatch(rom, True),
-        lambda b, rom: b.step(np.zeros(2, np.uint8), True),
-        lambda b, rom: b.step_trace(np.zeros(2, np.uint8), True),
-        lambda b, rom: b.write_ram(True, 7),
-        lambda b, rom: b.write_ram(16, True),
-        lambda b, rom: b.save_state(True),
-        lambda b, rom: b.load_state(True, b.save_state(0)),
-        lambda b, rom: nesle._native.cuda_available(False),
+        (lambda b, rom: nesle.CpuBatch(rom, True), _BOOL),
+        (lambda b, rom: b.step(np.zeros(2, np.uint8), True), _BOOL),
+        (lambda b, rom: b.step_trace(np.zeros(2, np.uint8), True), _BOOL),
+        (lambda b, rom: b.write_ram(True, 7), _BOOL),
+        (lambda b, rom: b.write_ram(16, True), _BOOL),
+        (lambda b, rom: b.save_state(True), _BOOL),
+        (lambda b, rom: b.load_state(True, b.save_state(0)), _BOOL),
+        (lambda b, rom: nesle._native.cuda_available(False), _BOOL),
+        (lambda b, rom: nesle.CpuBatch(rom, 2**70), _PAST_64_BITS),
+        (lambda b, rom: b.step(np.zeros(2, np.uint8), 2**64), _PAST_64_BITS),
+        (lambda b, rom: b.write_ram(-(2**63) - 1, 7), _PAST_64_BITS),
+        (lambda b, rom: b.save_state(2**100), _PAST_64_BITS),
+        (lambda b, rom: nesle._native.cuda_available(2**64), _PAST_64_BITS),
     ],
-    ids=["num_envs", "frames", "trace-frames", "address", "value", "save-index", "load-index", "device"],
+    ids=["num_envs", "frames", "trace-frames", "address", "value", "save-index", "load-index", "device",
+         "num_envs-64", "frames-64", "address-64", "save-index-64", "device-64"],  # fmt: skip
 )
-def test_a_bool_is_not_taken_for_an_int(smb_rom, call):
+def test_an_int_argument_refuses_a_bool_and_a_value_past_64_bits(smb_rom, call, refusal):
     b = nesle.CpuBatch(smb_rom, 2)
     b.step(np.zeros(2, np.uint8), 3)
     before = [b.save_state(i) for i in range(2)]
-    with pytest.raises(TypeError, match="expected an int, got the bool"):
+    with pytest.raises(refusal[0], match=refusal[1]):
         call(b, smb_rom)
     assert [b.save_state(i) for i in range(2)] == before
     b.step(np.zeros(2, np.uint8), np.int64(1))  # NumPy's integers are ints
-
-
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda b, rom: nesle.CpuBatch(rom, 2**70),
-        lambda b, rom: b.step(np.zeros(2, np.uint8), 2**64),
-        lambda b, rom: b.write_ram(-(2**63) - 1, 7),
-        lambda b, rom: b.save_state(2**100),
-        lambda b, rom: nesle._native.cuda_available(2**64),
-    ],
-    ids=["num_envs", "frames", "address", "save-index", "device"],
-)
-def test_an_int_past_64_bits_is_a_value_error(smb_rom, call):
-    b = nesle.CpuBatch(smb_rom, 2)
-    b.step(np.zeros(2, np.uint8), 3)
-    before = [b.save_state(i) for i in range(2)]
-    with pytest.raises(ValueError, match="out of range"):
-        call(b, smb_rom)
-    assert [b.save_state(i) for i in range(2)] == before
 
 
 def test_gray84_refuses_pixels_past_the_palette():
