@@ -24,6 +24,7 @@ Requires ``stable-baselines3`` (``pip install nesle[sb3]``).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -83,10 +84,13 @@ class NesleVecEnv(VecEnv):
         seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
         options = self._options[0] if self._options and self._options[0] else None
         self._actions = _NO_ACTIONS  # a step asked for before the reset is not taken after it
+        restarted = _reset_mask(options, self.num_envs)
         obs, info = to_numpy(self.venv.reset(seed=seed, options=options))
         self._reset_seeds()
         self._reset_options()
-        self.reset_infos = [_env_info(info, i) for i in range(self.num_envs)]
+        # The envs a masked reset left running keep their latest start's info.
+        for i in np.flatnonzero(restarted):
+            self.reset_infos[i] = _env_info(info, i)
         return self._obs(obs)
 
     def set_options(self, options: list[dict[str, Any]] | dict[str, Any] | None = None) -> None:
@@ -98,7 +102,8 @@ class NesleVecEnv(VecEnv):
                 f"{{'reset_mask': mask}}) or None, got {type(options).__name__}"
             )
         _reset_mask(options, self.num_envs)  # refused now, not at the next reset
-        self._options = [dict(options or {})] * self.num_envs
+        # A copy, as SB3's own set_options makes: a mask changed later changes nothing.
+        self._options = [copy.deepcopy(options or {})] * self.num_envs
 
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
         """The seed of the next ``reset()`` (SB3's VecEnv.seed), checked now, not at the reset."""
@@ -115,10 +120,11 @@ class NesleVecEnv(VecEnv):
         obs, reward, terminated, truncated, info = to_numpy(self.venv.step(actions))
         dones = terminated | truncated
         infos = [_env_info(info, i) for i in range(self.num_envs)]
+        for i in np.flatnonzero(dones):
+            self.reset_infos[i] = dict(infos[i])  # the restart's, before the step's own entries
         for i in range(self.num_envs):
             infos[i]["TimeLimit.truncated"] = False  # on every step, as SB3's own VecEnvs
         for i in np.flatnonzero(dones):
-            self.reset_infos[i] = dict(infos[i])  # the restart's, before the end's entries
             last = info["final_obs"][i]
             infos[i]["terminal_observation"] = last[None] if self._add_channel else last
             infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])

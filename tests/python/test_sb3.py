@@ -202,8 +202,24 @@ def test_reset_infos_follow_restarts_in_a_step():
             ram, start = env.venv.ram()[i], env.reset_infos[i]
             assert (start["world"], start["stage"]) == (ram[0x075F] + 1, ram[0x075C] + 1)
             assert "terminal_observation" not in start and "terminal_observation" in infos[i]
+            assert "TimeLimit.truncated" not in start  # a step's entry, not a reset's
             levels.add((start["world"], start["stage"]))
     assert len(levels) > 1  # the restarts' levels differ, so a stale reset_infos would show
+
+
+def test_a_masked_reset_updates_only_its_envs_reset_infos_and_its_mask_is_copied():
+    env = NesleVecEnv("smb", 3, seed=0)
+    env.reset()
+    starts = [dict(info) for info in env.reset_infos]
+    for _ in range(10):
+        env.step(np.array([RIGHT_B] * 3))
+    mask = np.array([True, False, False])
+    env.set_options({"reset_mask": mask})
+    mask[:] = [False, False, True]  # after set_options: not what the next reset restarts
+    env.reset()
+    assert env.reset_infos[0]["elapsed_steps"] == 0
+    assert env.reset_infos[1:] == starts[1:]  # left running: their latest start's info
+    assert env.venv._elapsed.tolist() == [0, 10, 10]  # env 0 alone restarted
 
 
 def test_gray84_without_stacking_gets_a_channel_axis():
