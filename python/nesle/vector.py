@@ -400,7 +400,10 @@ class NesleVectorEnv(VectorEnv):
         # Screens of states loaded since the last step (a save state holds no pixels); a restart
         # after the load shows its start instead (fresh wins).
         self._loaded: dict[int, np.ndarray] = {}
-        self._needs_reset = True
+        self._needs_reset = True  # no reset yet: the first one seeds the start-state sampling
+        # Consoles no reset or load_state has started yet (a first reset may be a masked one):
+        # a step refuses to run them from power-on.
+        self._unstarted = np.ones(num_envs, bool)
         # Set when a reward or done hook raised mid-step: why the env refuses to step until a
         # reset of every env (the consoles had run frames the env's own copies missed).
         self._broken: str | None = None
@@ -437,6 +440,7 @@ class NesleVectorEnv(VectorEnv):
                 # spaces keep the seeds their owner gave them.
                 super().reset(seed=seed)
         self._needs_reset = False
+        self._unstarted &= ~mask
         if mask.all():
             self._broken = None
         if self._dev is not None:
@@ -455,6 +459,11 @@ class NesleVectorEnv(VectorEnv):
         self._check_open()
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
+        if self._unstarted.any():
+            raise RuntimeError(
+                f"call reset() before step(): consoles {np.flatnonzero(self._unstarted).tolist()} "
+                "were never started (reset them, or load a state into them)"
+            )
         if self._broken is not None:
             raise RuntimeError(self._broken)
         if self._dev is not None:
@@ -605,6 +614,7 @@ class NesleVectorEnv(VectorEnv):
             "head": self._head if d is None else d.head,
             "next_start": self._next_start if d is None else int(d.next_start),
             "needs_reset": self._needs_reset,
+            "unstarted": self._unstarted.copy(),
             "broken": self._broken,
             "rng": self._rng,
             "seed": self._seed,
@@ -623,6 +633,7 @@ class NesleVectorEnv(VectorEnv):
         if state["screens"] is not None:
             self._loaded = dict(enumerate(state["screens"]))
         self._needs_reset, self._rng, self._seed = state["needs_reset"], state["rng"], state["seed"]
+        self._unstarted = state["unstarted"].copy()
         self._broken = state["broken"]
         self._np_random, self._np_random_seed = state["np_random"]
         self.action_space = state["spaces"][0]
@@ -680,6 +691,7 @@ class NesleVectorEnv(VectorEnv):
         self._batch.load_state(i, state.console)
         self._batch.set_render(self._draw)
         self._needs_reset = False
+        self._unstarted[i] = False
         self._loaded[i] = state.frame.copy()
         if self._dev is not None:
             return self._dev.load(i, state)

@@ -497,6 +497,7 @@ def check_a_loaded_state_shows_its_screen(make):
     restarted.reset(options={"reset_mask": np.array([False, True])})  # a restart after the load
     np.testing.assert_array_equal(restarted.screens()[1], restarted.start_bank[0].frame)
     a.step(np.array([0, 0]))
+    fresh.reset(options={"reset_mask": np.array([True, False])})  # a step runs started consoles
     fresh.step(np.array([0, 0]))  # the step draws the screen it reaches from the state
     np.testing.assert_array_equal(fresh.render()[1], a.render()[0])
 
@@ -785,6 +786,22 @@ def test_metadata_says_how_episodes_restart_and_how_fast_pictures_come():
 def test_step_before_reset_raises():
     with pytest.raises(RuntimeError, match="reset"):
         nesle.make_vec("smb", 1).step(np.zeros(1, np.int64))
+
+
+def test_a_step_refuses_consoles_that_no_masked_reset_or_load_has_started():
+    venv = nesle.make_vec("smb", 3, seed=0)
+    venv.reset(options={"reset_mask": np.array([True, False, False])})
+    with pytest.raises(RuntimeError, match=r"consoles \[1, 2\] were never started"):
+        venv.step(np.zeros(3, np.int64))
+    other = nesle.make_vec("smb", 1, seed=0)
+    other.reset()
+    venv.load_state(2, other.save_state(0))
+    copied = pickle.loads(pickle.dumps(venv))  # a copy refuses as its original does
+    for env in (venv, copied):
+        with pytest.raises(RuntimeError, match=r"consoles \[1\] were never started"):
+            env.step(np.zeros(3, np.int64))
+        env.reset(options={"reset_mask": np.array([False, True, False])})
+        env.step(np.zeros(3, np.int64))  # every console started: it runs
 
 
 @pytest.mark.parametrize(
