@@ -883,7 +883,7 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 def _check_int(name: str, value: Any, lo: int, hi: int | None = None) -> None:
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    top = INT64_MAX if hi is None else hi  # past it, the native layer's OverflowError has no name
+    top = INT64_MAX if hi is None else hi  # past it, the native layer's refusal has no name
     if value < lo or value > top:
         bound = f"at least {lo}" if hi is None and value < lo else f"between {lo} and {top}"
         raise ValueError(f"{name} must be {bound}, got {value}")
@@ -917,11 +917,15 @@ def _reset_mask(options: Any, num_envs: int) -> np.ndarray:
 
 
 def _check_seed(seed: Any) -> int | None:
-    """One seed for the whole batch: None or an int NumPy's generators take (>= 0), returned
+    """One seed for the whole batch: None or an int NumPy's generators take (>= 0, of any size,
+    as gymnasium's seeding takes: an unseeded env's own ``np_random_seed`` is 128 bits), returned
     as a Python int (gymnasium's seeding refuses NumPy's)."""
     if seed is None:
         return None
-    _check_int("seed", seed, 0)
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if seed < 0:
+        raise ValueError(f"seed must be at least 0, got {seed}")
     return int(seed)
 
 
