@@ -594,7 +594,8 @@ class NesleVectorEnv(VectorEnv):
         exactly as the original. Callables given as ``reward``/``done`` must be picklable."""
         # The settings that may change after the env is made, as they are now.
         now = {"max_episode_steps": self.max_episode_steps, "start_sampling": self.start_sampling}
-        made = {"rom": self._rom, "made_with": {**self._made_with, **now}, "closed": self.closed}
+        made = {"rom": self._rom, "made_with": {**self._made_with, **now}, "closed": self.closed,
+                "spec": self.spec, "metadata": self.metadata}  # as gymnasium.make_vec set them  # fmt: skip
         if self.closed:
             return made
         n, d = self.num_envs, self._dev
@@ -624,6 +625,7 @@ class NesleVectorEnv(VectorEnv):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["rom"], **state["made_with"])  # type: ignore[misc]
+        self.spec, self.metadata = state["spec"], state["metadata"]
         if state["closed"]:
             self.close()
             return

@@ -561,6 +561,16 @@ def test_settings_changed_after_the_env_was_made_come_along_in_a_copy():
     a.max_episode_steps, a.start_sampling = 3, "random"
     for b in (pickle.loads(pickle.dumps(a)), copy.deepcopy(a)):
         assert (b.max_episode_steps, b.start_sampling) == (3, "random")
+    # What gymnasium.make_vec sets on the env after making it: its spec, which remakes it.
+    made = gym.make_vec("nesle/SuperMarioBros-v0", num_envs=2, vectorization_mode="vector_entry_point",
+                        backend="cpu")  # fmt: skip
+    made.metadata = {**made.metadata, "note": "kept"}
+    for closed in (False, True):
+        if closed:
+            made.close()
+        for b in (pickle.loads(pickle.dumps(made)), copy.deepcopy(made)):
+            assert b.spec == made.spec and b.metadata["note"] == "kept"
+            assert gym.make_vec(b.spec).num_envs == 2
 
 
 def test_a_single_env_and_envs_not_yet_run_or_closed_copy_as_they_are():
