@@ -520,6 +520,11 @@ def test_too_many_envs_for_gpu_memory_is_a_memory_error(blank_rom, n):
         _native.CudaBatch(blank_rom, n)
     with pytest.raises(MemoryError, match="GPU memory"):
         _native.CudaBatch(blank_rom, n, regroup_every=0)  # no sort buffer
+    # The picture buffer's hint only where the batch would have one.
+    with pytest.raises(MemoryError, match="render=False: pixels take 60 KiB"):
+        _native.CudaBatch(blank_rom, n)
+    with pytest.raises(MemoryError, match="use fewer environments$"):
+        _native.CudaBatch(blank_rom, n, render=False)
 
 
 _HOST_MEMORY_SCRIPT = """

@@ -161,7 +161,7 @@ impl Batch {
         let (free, _) = gpu.memory()?;
         // Leave 5% for the driver, the module and the kernel's local memory.
         if needed > free / 20 * 19 {
-            return Err(Error::OutOfMemory { needed, free, n_envs });
+            return Err(Error::OutOfMemory { needed, free, n_envs, pixels: config.pixels });
         }
         let mut states = gpu.alloc(n_envs * stride)?;
         // Upload in chunks of 4096 states (at most 95 MB) to bound host memory.

@@ -9,8 +9,9 @@ pub enum Error {
     NoKernels,
     /// No CUDA driver (libcuda) on this machine, or no GPU with that index.
     NoDevice(String),
-    /// The batch does not fit in the GPU's free memory.
-    OutOfMemory { needed: usize, free: usize, n_envs: usize },
+    /// The batch does not fit in the GPU's free memory; `pixels`: its size counts a picture
+    /// buffer (`BatchConfig::pixels`).
+    OutOfMemory { needed: usize, free: usize, n_envs: usize, pixels: bool },
     /// A call's arguments do not match the batch (lengths, indices).
     BadArgument(String),
     /// A state could not be converted (another ROM, impossible values).
@@ -34,7 +35,7 @@ impl std::fmt::Display for Error {
                  nvidia-cuda-runtime==13.0.96, or set NESLE_NVCC, then rebuild)"
             ),
             Error::NoDevice(why) => write!(f, "no CUDA device: {why}"),
-            Error::OutOfMemory { needed, free, n_envs } => write!(
+            Error::OutOfMemory { needed, free, n_envs, .. } => write!(
                 f,
                 "{n_envs} envs need {:.1} MiB of GPU memory but only {:.1} MiB are free",
                 *needed as f64 / 1048576.0,

@@ -40,9 +40,11 @@ pub fn cuda_error(e: nes_cuda::Error) -> PyErr {
         E::Rom(e) => rom_error(e),
         E::State(e) => state_error(e),
         E::NoKernels | E::NoDevice(_) => BackendUnavailableError::new_err(format!("CUDA backend unavailable: {e}")),
-        E::OutOfMemory { .. } => PyMemoryError::new_err(format!(
+        // The picture buffer's hint only where the size counted one.
+        E::OutOfMemory { pixels: true, .. } => PyMemoryError::new_err(format!(
             "{e}: use fewer environments (or render=False: pixels take 60 KiB per environment)"
         )),
+        E::OutOfMemory { .. } => PyMemoryError::new_err(format!("{e}: use fewer environments")),
         E::BadArgument(_) => PyValueError::new_err(e.to_string()),
         E::Cuda(_) => PyRuntimeError::new_err(e.to_string()),
         E::Timeout { .. } => PyTimeoutError::new_err(e.to_string()),
