@@ -750,3 +750,24 @@ def test_the_pc_vote_keeps_every_env_exact(smb_rom, tmp_path, options):
     rom.write_bytes(smb_rom)
     run = subprocess.run([sys.executable, "-c", _SOURCE_RUN, str(rom), "40"], env=env, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0 and "same" in run.stdout, run.stderr[-3000:]
+
+
+def test_an_output_tensor_at_an_odd_byte_offset_is_refused_and_cuda_goes_on(smb_rom):
+    """The kernels store the RAM trace 8 bytes and RGB pictures 4 bytes at a time: a view at an
+    odd offset, contiguous and of the right shape, would fault with a misaligned address, an
+    error the whole CUDA context keeps (torch's work after it failed too)."""
+    n = 4
+    cpu, gpu = _pair(smb_rom, n)
+    a = np.zeros(n, np.uint8)
+    size = n * 2048
+    arena = torch.zeros(size + 8, dtype=torch.uint8, device="cuda")
+    with pytest.raises(ValueError, match="multiple of 8 bytes"):
+        gpu.step_trace(a, 1, out=arena[3 : 3 + size].view(1, n, 2048))
+    size = n * 240 * 256 * 3
+    arena = torch.zeros(size + 8, dtype=torch.uint8, device="cuda")
+    with pytest.raises(ValueError, match="multiple of 8 bytes"):
+        gpu.rgb(out=arena[1 : 1 + size].view(n, 240, 256, 3))
+    # Nothing ran: the batch and torch go on, and an aligned view of the same arena is taken.
+    assert float(torch.ones(3, device="cuda").sum()) == 3.0
+    out = gpu.step_trace(a, 1, out=arena[8 : 8 + n * 2048].view(1, n, 2048))
+    np.testing.assert_array_equal(out.cpu().numpy(), cpu.step_trace(a, 1))

@@ -794,7 +794,8 @@ impl Batch {
         }
         // Packed one by one: a bank may hold a state for each of many thousand envs.
         let stride = self.packing.stride();
-        let mut packed = vec![0u8; bank.len() * stride];
+        // Fallible: a bank of many thousand states is a HostMemory error, not an abort.
+        let mut packed = host_zeros(bank.len().saturating_mul(stride))?;
         for (state, chunk) in bank.iter().zip(packed.chunks_exact_mut(stride)) {
             self.packing.pack(&self.loadable(state)?, chunk);
         }

@@ -79,7 +79,7 @@ fn step_blocks_per_sm() -> u32 {
 fn step_grid(n: usize, block: u32, sms: u32, per_sm: u32) -> LaunchConfig {
     let mut cfg = grid_of(n, block);
     if per_sm > 0 {
-        cfg.grid_dim.0 = cfg.grid_dim.0.min(sms.max(1) * per_sm);
+        cfg.grid_dim.0 = cfg.grid_dim.0.min(sms.max(1).saturating_mul(per_sm));
     }
     cfg
 }
@@ -132,7 +132,37 @@ fn lines_grid(n: usize, sms: u32) -> LaunchConfig {
 }
 
 fn grid_of(n: usize, block: u32) -> LaunchConfig {
-    LaunchConfig { grid_dim: ((n as u32).div_ceil(block), 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 }
+    // Divided before the cast: a thread count past u32 (the RAM gather's, a thread a word)
+    // still gives its whole grid.
+    let blocks = n.div_ceil(block.max(1) as usize);
+    LaunchConfig {
+        grid_dim: (blocks.min(u32::MAX as usize) as u32, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// The alignment the kernels' stores into a caller's buffer need: the RAM trace is written 8
+/// bytes at a time, RGB pictures 4 (kernels/nesle.cu `nesle_gather_ram`, picture.cuh).
+pub const OUT_ALIGN: u64 = 8;
+
+/// A device address the kernels can use for `what` (a caller's buffer, e.g. a torch tensor):
+/// a multiple of `align`. A view at an odd byte offset would otherwise fault the kernels with a
+/// misaligned address, an error CUDA keeps for the whole context, so every CUDA user of the
+/// process (torch too) would fail after it. Returns the message for the caller's error type.
+pub fn check_aligned(ptr: u64, align: u64, what: &str) -> Result<(), String> {
+    match ptr % align.max(1) {
+        0 => Ok(()),
+        off => Err(format!(
+            "{what} must start at a multiple of {align} bytes on the device, got an address {off} \
+             past one (a view at an odd byte offset): pass a copy (e.g. tensor.clone())"
+        )),
+    }
+}
+
+/// `n` items in runs of at most `size` (the last one shorter): (first, count) of each.
+fn runs(n: usize, size: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..n).step_by(size.max(1)).map(move |at| (at, size.max(1).min(n - at)))
 }
 
 /// A point in a batch's queued work ([`crate::Batch::fence`]).
@@ -735,14 +765,22 @@ impl Gpu {
         if n_envs == 0 {
             return Ok(());
         }
-        let (n, st) = (n_envs as u32, packing.stride() as u32);
-        let mut view = out.slice_mut(at..at + n_envs * 0x800);
-        let mut b = self.stream.launch_builder(&self.gather_ram);
-        b.arg(states).arg(&st).arg(&mut view).arg(&n);
-        // SAFETY: matches `nesle_gather_ram(const u8*, u32, u8*, u32)`; lengths checked (RAM
-        // sits in every packing's head, at its FlatState offset), on a view of exactly
-        // n_envs * 2048 bytes; a thread a word, those past the last env's return.
-        unsafe { b.launch(grid_of(n_envs * (0x800 / 8), 256)) }.map_err(cuda)?;
+        let stride = packing.stride();
+        let st = stride as u32;
+        // A thread a word: runs of at most 2^22 envs keep a launch's threads (and the kernel's
+        // u32 env count) well inside u32, whatever the batch's size.
+        for (first, count) in runs(n_envs, 1 << 22) {
+            let n = count as u32;
+            let src = states.slice(first * stride..(first + count) * stride);
+            let mut view = out.slice_mut(at + first * 0x800..at + (first + count) * 0x800);
+            let mut b = self.stream.launch_builder(&self.gather_ram);
+            b.arg(&src).arg(&st).arg(&mut view).arg(&n);
+            // SAFETY: matches `nesle_gather_ram(const u8*, u32, u8*, u32)`; lengths checked (RAM
+            // sits in every packing's head, at its FlatState offset), on views of exactly
+            // `count` states and `count` * 2048 bytes; a thread a word, those past the run's
+            // last env return.
+            unsafe { b.launch(grid_of(count * (0x800 / 8), 256)) }.map_err(cuda)?;
+        }
         Ok(())
     }
 }
@@ -756,7 +794,8 @@ fn sync_timeout() -> Option<std::time::Duration> {
 }
 
 fn parse_timeout(s: &str) -> Option<std::time::Duration> {
-    s.trim().parse::<f64>().ok().filter(|t| t.is_finite() && *t > 0.0).map(std::time::Duration::from_secs_f64)
+    // Past what a Duration holds (1e20 s): as good as no limit, so none, not a panic.
+    s.trim().parse::<f64>().ok().filter(|t| *t > 0.0).and_then(|t| std::time::Duration::try_from_secs_f64(t).ok())
 }
 
 fn check_len(what: &str, have: usize, need: usize) -> Result<(), Error> {
@@ -793,7 +832,7 @@ pub fn host_zeros(len: usize) -> Result<Vec<u8>, Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::{default_step_block, lines_grid, parse_timeout, step_grid};
+    use super::{check_aligned, default_step_block, grid_of, lines_grid, parse_timeout, runs, step_grid};
     use std::time::Duration;
 
     #[test]
@@ -844,8 +883,27 @@ mod tests {
     fn the_sync_timeout_is_seconds_and_off_unless_positive() {
         assert_eq!(parse_timeout("2.5"), Some(Duration::from_millis(2500)));
         assert_eq!(parse_timeout(" 120 "), Some(Duration::from_secs(120)));
-        for off in ["", "0", "-3", "soon", "inf", "NaN"] {
+        for off in ["", "0", "-3", "soon", "inf", "NaN", "1e20", "1e300"] {
             assert_eq!(parse_timeout(off), None, "{off:?}");
         }
+    }
+
+    #[test]
+    fn a_device_address_off_its_alignment_is_refused_with_the_offset() {
+        assert!(check_aligned(0x7000_0000, 8, "out").is_ok());
+        assert!(check_aligned(0x7000_0003, 1, "device actions").is_ok());
+        let err = check_aligned(0x7000_0003, 8, "out").unwrap_err();
+        assert!(err.starts_with("out must start at a multiple of 8 bytes") && err.contains("address 3 past"), "{err}");
+        assert!(check_aligned(0x7000_0004, 4, "pick").is_ok() && check_aligned(0x7000_0002, 4, "pick").is_err());
+    }
+
+    #[test]
+    fn a_grid_counts_threads_past_u32_and_runs_cover_their_items_once() {
+        assert_eq!(grid_of(1 << 33, 256).grid_dim.0, 1 << 25);
+        assert_eq!(grid_of(257, 256).grid_dim.0, 2);
+        assert_eq!(runs(10, 4).collect::<Vec<_>>(), [(0, 4), (4, 4), (8, 2)]);
+        assert_eq!(runs(8, 4).collect::<Vec<_>>(), [(0, 4), (4, 4)]);
+        assert_eq!(runs(0, 4).count(), 0);
+        assert_eq!(step_grid(1 << 20, 128, u32::MAX, 8).grid_dim.0, (1 << 20) / 128, "no overflow");
     }
 }

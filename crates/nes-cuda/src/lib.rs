@@ -28,7 +28,7 @@ pub use batch::{
 };
 pub use cudarc::driver::CudaSlice;
 pub use error::Error;
-pub use launch::{host_zeros, Fence};
+pub use launch::{check_aligned, host_zeros, Fence, OUT_ALIGN};
 pub use nes_core::flat::{FlatState, FLAT_STATE_SIZE};
 pub use report::{DeviceReport, StepLaunch};
 pub use rom::RomImage;

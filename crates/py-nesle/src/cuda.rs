@@ -101,12 +101,18 @@ impl Inner {
         let shared = self.batch.clone();
         let mut batch = shared.lock();
         // One big download beats many small ones (each a round trip) past ~1/8 of the batch.
-        let mut states: Vec<FlatState> = if envs.len() * 8 > self.n {
+        // Reserved first: a copy of many envs' states the host cannot hold is a MemoryError.
+        let mut states: Vec<FlatState> = Vec::new();
+        let bytes = envs.len().saturating_mul(std::mem::size_of::<FlatState>());
+        states.try_reserve_exact(envs.len()).map_err(|_| Error::HostMemory { bytes })?;
+        if envs.len() * 8 > self.n {
             let all = batch.states_to_host()?;
-            envs.iter().map(|&i| all[i]).collect()
+            states.extend(envs.iter().map(|&i| all[i]));
         } else {
-            envs.iter().map(|&i| batch.save_state(i)).collect::<Result<_, _>>()?
-        };
+            for &i in envs {
+                states.push(batch.save_state(i)?);
+            }
+        }
         for s in &mut states {
             f(s)?;
         }

@@ -524,13 +524,26 @@ pub fn borrow_cuda(
             t.dtype.lanes
         )));
     }
-    // SAFETY: per DLPack, `shape` (and `strides` unless null) hold `ndim` elements.
+    // The rank first: a descriptor of another rank, or without its shape, is not read further.
+    if t.ndim < 0 || t.ndim as usize != shape.len() || (t.ndim > 0 && t.shape.is_null()) {
+        return Err(PyValueError::new_err(format!(
+            "{what} must have {} dimensions, got a DLPack tensor of {}",
+            shape.len(),
+            t.ndim
+        )));
+    }
+    // SAFETY: per DLPack, `shape` (and `strides` unless null) hold `ndim` elements; `shape` is
+    // not null (checked above, unless `ndim` is 0, where nothing is read).
     let (have, strides) = unsafe {
-        let ndim = t.ndim.max(0) as usize;
-        let have = std::slice::from_raw_parts(t.shape, ndim).to_vec();
-        let strides =
-            if t.strides.is_null() { None } else { Some(std::slice::from_raw_parts(t.strides, ndim).to_vec()) };
-        (have, strides)
+        let ndim = t.ndim as usize;
+        if ndim == 0 {
+            (Vec::new(), None)
+        } else {
+            let have = std::slice::from_raw_parts(t.shape, ndim).to_vec();
+            let strides =
+                if t.strides.is_null() { None } else { Some(std::slice::from_raw_parts(t.strides, ndim).to_vec()) };
+            (have, strides)
+        }
     };
     if have != shape {
         let fmt = |s: &[i64]| {
@@ -552,7 +565,12 @@ pub fn borrow_cuda(
     if writable && read_only {
         return Err(PyValueError::new_err(format!("{what} is read-only")));
     }
-    let ptr = t.data as u64 + t.byte_offset;
+    let ptr = (t.data as u64)
+        .checked_add(t.byte_offset)
+        .ok_or_else(|| PyValueError::new_err(format!("{what}: its DLPack data pointer and byte offset overflow")))?;
+    // A misaligned view would fault the kernels with an error the whole context keeps.
+    let align = if writable { nes_cuda::OUT_ALIGN } else { elem.size() as u64 };
+    nes_cuda::check_aligned(ptr, align, what).map_err(PyValueError::new_err)?;
     let len = shape.iter().product::<i64>().max(0) as usize * elem.size();
     Ok(Borrowed { capsule: capsule.unbind(), ptr, len })
 }

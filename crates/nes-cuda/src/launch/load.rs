@@ -33,6 +33,10 @@ fn compile_source(ctx: &Arc<CudaContext>, dir: &str) -> Result<Arc<cudarc::drive
     let path = std::path::Path::new(dir).join("nesle.cu");
     let src = std::fs::read_to_string(&path)
         .map_err(|e| Error::BadArgument(format!("NESLE_KERNEL_SOURCE: cannot read {}: {e}", path.display())))?;
+    if src.contains('\0') {
+        // NVRTC takes the source as a C string.
+        return Err(Error::BadArgument(format!("NESLE_KERNEL_SOURCE: {} holds a NUL byte", path.display())));
+    }
     check_entry_points(dir)?;
     // The tree's state layout must be the library's too (its `generated/` headers could be
     // stale): appended, this fails the compile with the two sizes instead of corrupting states.
