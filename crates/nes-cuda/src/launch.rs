@@ -160,6 +160,9 @@ pub fn check_aligned(ptr: u64, align: u64, what: &str) -> Result<(), String> {
     }
 }
 
+/// The RAM gather's envs a launch (a thread a word: 2^30 threads).
+const GATHER_RUN: usize = 1 << 22;
+
 /// `n` items in runs of at most `size` (the last one shorter): (first, count) of each.
 fn runs(n: usize, size: usize) -> impl Iterator<Item = (usize, usize)> {
     (0..n).step_by(size.max(1)).map(move |at| (at, size.max(1).min(n - at)))
@@ -767,9 +770,20 @@ impl Gpu {
         }
         let stride = packing.stride();
         let st = stride as u32;
-        // A thread a word: runs of at most 2^22 envs keep a launch's threads (and the kernel's
-        // u32 env count) well inside u32, whatever the batch's size.
-        for (first, count) in runs(n_envs, 1 << 22) {
+        if n_envs <= GATHER_RUN {
+            let n = n_envs as u32;
+            let mut view = out.slice_mut(at..at + n_envs * 0x800);
+            let mut b = self.stream.launch_builder(&self.gather_ram);
+            b.arg(states).arg(&st).arg(&mut view).arg(&n);
+            // SAFETY: matches `nesle_gather_ram(const u8*, u32, u8*, u32)`; lengths checked (RAM
+            // sits in every packing's head, at its FlatState offset), on a view of exactly
+            // n_envs * 2048 bytes; a thread a word, those past the last env's return.
+            unsafe { b.launch(grid_of(n_envs * (0x800 / 8), 256)) }.map_err(cuda)?;
+            return Ok(());
+        }
+        // A thread a word: past GATHER_RUN envs, runs of that many keep a launch's threads well
+        // inside u32.
+        for (first, count) in runs(n_envs, GATHER_RUN) {
             let n = count as u32;
             let src = states.slice(first * stride..(first + count) * stride);
             let mut view = out.slice_mut(at + first * 0x800..at + (first + count) * 0x800);
