@@ -524,11 +524,15 @@ pub fn borrow_cuda(
             t.dtype.lanes
         )));
     }
+    let fmt = |s: &[i64]| {
+        let body = s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ");
+        format!("({body}{})", if s.len() == 1 { "," } else { "" })
+    };
     // The rank first: a descriptor of another rank, or without its shape, is not read further.
     if t.ndim < 0 || t.ndim as usize != shape.len() || (t.ndim > 0 && t.shape.is_null()) {
         return Err(PyValueError::new_err(format!(
-            "{what} must have {} dimensions, got a DLPack tensor of {}",
-            shape.len(),
+            "{what} must have shape {}, got a DLPack tensor of {} dimensions",
+            fmt(shape),
             t.ndim
         )));
     }
@@ -546,10 +550,6 @@ pub fn borrow_cuda(
         }
     };
     if have != shape {
-        let fmt = |s: &[i64]| {
-            let body = s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ");
-            format!("({body}{})", if s.len() == 1 { "," } else { "" })
-        };
         return Err(PyValueError::new_err(format!("{what} must have shape {}, got {}", fmt(shape), fmt(&have))));
     }
     if let Some(strides) = strides {
