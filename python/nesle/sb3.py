@@ -122,13 +122,12 @@ class NesleVecEnv(VecEnv):
         infos = [_env_info(info, i) for i in range(self.num_envs)]
         for i in np.flatnonzero(dones):
             self.reset_infos[i] = dict(infos[i])  # the restart's, before the step's own entries
-        for i in range(self.num_envs):
-            infos[i]["TimeLimit.truncated"] = False  # on every step, as SB3's own VecEnvs
-        for i in np.flatnonzero(dones):
             last = info["final_obs"][i]
             infos[i]["terminal_observation"] = last[None] if self._add_channel else last
             infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
             infos[i].update(_env_info(info["final_info"], i))  # the game info of the last frame
+        for env_info in infos:
+            env_info.setdefault("TimeLimit.truncated", False)  # on every step, as SB3's own VecEnvs
         return self._obs(obs), reward, dones, infos
 
     def close(self) -> None:

@@ -457,13 +457,10 @@ class NesleVectorEnv(VectorEnv):
         self, actions: Any
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         self._check_open()
-        if self._needs_reset:
-            raise RuntimeError("call reset() before step()")
-        if self._unstarted.any():
-            raise RuntimeError(
-                f"call reset() before step(): consoles {np.flatnonzero(self._unstarted).tolist()} "
-                "were never started (reset them, or load a state into them)"
-            )
+        if self._unstarted.any():  # every console before the first reset
+            never = np.flatnonzero(self._unstarted).tolist()
+            some = f": consoles {never} were never started (reset them, or load a state into them)"
+            raise RuntimeError("call reset() before step()" + (some if len(never) < self.num_envs else ""))
         if self._broken is not None:
             raise RuntimeError(self._broken)
         if self._dev is not None:
