@@ -771,3 +771,28 @@ def test_an_output_tensor_at_an_odd_byte_offset_is_refused_and_cuda_goes_on(smb_
     assert float(torch.ones(3, device="cuda").sum()) == 3.0
     out = gpu.step_trace(a, 1, out=arena[8 : 8 + n * 2048].view(1, n, 2048))
     np.testing.assert_array_equal(out.cpu().numpy(), cpu.step_trace(a, 1))
+
+
+def test_a_batch_past_one_gather_run_gathers_every_env(smb_rom):
+    """The RAM gather launches in runs of 2^22 envs (nes-cuda launch.rs `GATHER_RUN`); this
+    batch has a second run of 3. A few envs on either side of the seam get buttons of their own
+    (SMB keeps the pad's bits in RAM), so a run that read or wrote another run's envs shows.
+    ~65 GB of GPU memory and ~9 GB of host memory."""
+    n = 2**22 + 3
+    probes = [0, 2**22 - 1, 2**22, 2**22 + 1, n - 1]
+    buttons = [nesle.BUTTON_A, nesle.BUTTON_B, nesle.BUTTON_SELECT, nesle.BUTTON_LEFT, nesle.BUTTON_RIGHT]
+    gpu = _native.CudaBatch(smb_rom, n, render=False)
+    cpu = nesle.CpuBatch(smb_rom, len(probes) + 1)  # the last one idle, as the other envs
+    cpu.set_render(False)
+    actions = np.zeros(n, np.uint8)
+    actions[probes] = buttons
+    for _ in range(4):
+        gpu.step(actions, 4)
+        cpu.step(np.array([*buttons, 0], np.uint8), 4)
+    want = cpu.ram()
+    assert len({bytes(row) for row in want}) == len(want), "the buttons must leave different RAM"
+    ram = gpu.ram()
+    assert ram.shape == (n, 2048)
+    np.testing.assert_array_equal(ram[probes], want[:-1])
+    for i in (1, 2**21, 2**22 - 2, n - 2):
+        np.testing.assert_array_equal(ram[i], want[-1], err_msg=f"env {i}")
