@@ -88,10 +88,13 @@ class CpuBatch:
         class doc says.
         """
 
-    def write_ram(self, addr: int, value: int, mask: npt.NDArray[np.bool_] | None = None) -> None:
+    def write_ram(
+        self, addr: int, value: int | npt.NDArray[np.uint8], mask: npt.NDArray[np.bool_] | None = None
+    ) -> None:
         """Write the byte ``value`` at work-RAM address ``addr`` (0..2047) of every console where
-        ``mask`` is true (all when None). Raises ``ValueError`` for an address or value out of
-        range."""
+        ``mask`` is true (all when None); ``value`` may be a uint8 array of shape (N,), a byte
+        for each console. Raises ``ValueError`` for an address or value out of range or an array
+        of another shape, ``TypeError`` for a value that is neither."""
 
     @overload
     def ram(self, *, out: None = None) -> npt.NDArray[np.uint8]: ...
@@ -239,8 +242,11 @@ class CudaBatch:
         console as it is. Asynchronous, like ``step``; the tensors are held until the batch
         next synchronizes."""
 
-    def write_ram(self, addr: int, value: int, mask: npt.NDArray[np.bool_] | None = None) -> None:
-        """As ``CpuBatch.write_ram``."""
+    def write_ram(
+        self, addr: int, value: int | npt.NDArray[np.uint8], mask: npt.NDArray[np.bool_] | None = None
+    ) -> None:
+        """As ``CpuBatch.write_ram``, on the GPU (asynchronous, like ``step``): the states do not
+        cross to the host."""
 
     def ram(self) -> npt.NDArray[np.uint8]:
         """Work RAM of every console: a new (N, 2048) uint8 array."""

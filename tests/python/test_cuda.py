@@ -158,8 +158,9 @@ def test_reset_restore_write_ram_render_and_pad2_match_the_cpu(smb_rom):
         both("step", rng.integers(0, 256, (16, 2), dtype=np.uint8), 1)  # both controllers
         mask = rng.random(16) < 0.3
         op = t % 6
-        if op == 0:
-            both("write_ram", int(rng.integers(0, 2048)), int(rng.integers(0, 256)), mask)
+        if op == 0:  # a byte for all, or one for each (written on the GPU, not through the host)
+            value = int(rng.integers(0, 256)) if t % 12 == 0 else rng.integers(0, 256, 16, dtype=np.uint8)
+            both("write_ram", int(rng.integers(0, 2048)), value, mask)
         elif op == 1:
             # Off at t = 7 and 19, on at 1, 13 and 25: the loads after 7 and 19 take states
             # saved with rendering off into a batch that renders.
@@ -359,6 +360,15 @@ def test_device_trace_and_bank_reset_match_the_cpu(smb_rom):
     cpu.step(a, 2)
     gpu.step(a, 2)
     _assert_same(cpu, gpu, where="after reset_from_bank and a step")
+    # RAM writes change the consoles, not the bank they restart from.
+    for b in (cpu, gpu):
+        b.write_ram(0x10, np.arange(1, n + 1, dtype=np.uint8))
+    _assert_same(cpu, gpu, where="after write_ram")
+    gpu.reset_from_bank(mask, pick)
+    for i, (m, p) in enumerate(zip(mask.tolist(), pick.tolist())):
+        if m and p < 2:
+            cpu.load_state(i, blobs[p])
+    _assert_same(cpu, gpu, where="after write_ram and reset_from_bank")
     with pytest.raises(ValueError, match="shape"):
         gpu.step_trace(np.zeros(n, np.uint8), 2, out=trace)
     with pytest.raises(TypeError, match="CUDA"):
@@ -504,6 +514,12 @@ def test_bad_inputs_raise_the_cpu_backends_errors(smb_rom, blank_rom):
         gpu.load_state(0, smb_state)  # another ROM
     with pytest.raises(ValueError, match="addr"):
         gpu.write_ram(2048, 0)
+    with pytest.raises(ValueError, match=r"shape \(3,\)"):
+        gpu.write_ram(0, np.zeros(2, np.uint8))
+    with pytest.raises(TypeError, match="dtype uint8"):
+        gpu.write_ram(0, np.zeros(3, np.int32))
+    with pytest.raises(ValueError, match="mask"):
+        gpu.write_ram(0, 1, np.ones(2, bool))
     with pytest.raises(ValueError, match="mask"):
         gpu.reset(np.ones(2, bool))
     with pytest.raises(ValueError, match="num_envs"):

@@ -48,3 +48,35 @@ def test_write_ram_writes_one_byte_where_the_mask_is_true(blank_rom):
 def test_write_ram_refuses_addresses_and_values_out_of_range(blank_rom, addr, value):
     with pytest.raises(ValueError, match="addr must be|value must be a byte"):
         nesle.CpuBatch(blank_rom, 1).write_ram(addr, value)
+
+
+def test_write_ram_takes_a_byte_for_each_console(blank_rom):
+    b = nesle.CpuBatch(blank_rom, 4)
+    before = b.ram()
+    values = np.array([10, 20, 30, 40], np.uint8)
+    b.write_ram(0x123, values[::-1], np.array([True, True, False, True]))  # a strided view too
+    after = b.ram()
+    assert after[:, 0x123].tolist() == [40, 30, before[2, 0x123], 10]
+    after[:, 0x123] = before[:, 0x123]
+    np.testing.assert_array_equal(after, before)  # nothing else changed
+    b.write_ram(0x124, values)
+    assert b.ram()[:, 0x124].tolist() == values.tolist()
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "match"),
+    [
+        (np.zeros(3, np.uint8), ValueError, r"shape \(4,\), got shape \(3,\)"),
+        (np.zeros((4, 1), np.uint8), ValueError, r"shape \(4,\), got shape \(4, 1\)"),
+        (np.zeros(4, np.int64), TypeError, "dtype uint8 and shape \\(4,\\), got ndarray of dtype int64"),
+        ([1, 2, 3, 4], TypeError, "a byte or a numpy.ndarray"),
+        (1.5, TypeError, "a byte or a numpy.ndarray"),
+    ],
+    ids=["short", "2d", "int64", "list", "float"],
+)
+def test_write_ram_refuses_values_of_another_shape_or_kind(blank_rom, value, error, match):
+    b = nesle.CpuBatch(blank_rom, 4)
+    before = b.ram()
+    with pytest.raises(error, match=match):
+        b.write_ram(0x10, value)
+    np.testing.assert_array_equal(b.ram(), before)

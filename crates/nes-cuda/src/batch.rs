@@ -841,6 +841,43 @@ impl Batch {
         self.gpu.reset_from_bank(&mut self.states, bank, *bank_len, mask, pick, self.n_envs, self.packing)
     }
 
+    /// RAM byte `addr` (below 2048) of every env where `mask[i] != 0` becomes `value`, on the
+    /// device: the states stay there (a game's RAM writes between frames, e.g. gym-super-mario-
+    /// bros' timer cut before each skipped frame). Queued after earlier steps.
+    pub fn write_ram(&mut self, addr: usize, value: u8, mask: &[u8]) -> Result<(), Error> {
+        self.write_ram_with(addr, mask, None, value)
+    }
+
+    /// As [`Batch::write_ram`], env i's byte `values[i]` (e.g. a reset's RNG seed, its own for
+    /// each env).
+    pub fn write_ram_each(&mut self, addr: usize, values: &[u8], mask: &[u8]) -> Result<(), Error> {
+        if values.len() != self.n_envs {
+            return Err(Error::BadArgument(format!("{} values for {} envs", values.len(), self.n_envs)));
+        }
+        self.write_ram_with(addr, mask, Some(values), 0)
+    }
+
+    /// `values`: a byte per env, or `value` for all.
+    fn write_ram_with(&mut self, addr: usize, mask: &[u8], values: Option<&[u8]>, value: u8) -> Result<(), Error> {
+        if mask.len() != self.n_envs {
+            return Err(Error::BadArgument(format!("a mask of {} for {} envs", mask.len(), self.n_envs)));
+        }
+        if addr >= 0x800 {
+            return Err(Error::BadArgument(format!("RAM address {addr} past 2047")));
+        }
+        if !mask.iter().any(|&m| m != 0) {
+            return Ok(());
+        }
+        self.gpu.upload(mask, &mut self.mask, 0)?;
+        if let Some(each) = values {
+            // A word each, in the reset's pick buffer: the stream orders its uses.
+            let words: Vec<u32> = each.iter().map(|&v| u32::from(v)).collect();
+            self.gpu.stream.memcpy_htod(&words, &mut self.pick).map_err(|e| Error::Cuda(format!("{e:?}")))?;
+        }
+        let words = values.map(|_| &self.pick);
+        self.gpu.write_ram(&mut self.states, &self.mask, words, value, addr, self.n_envs, self.packing)
+    }
+
     /// A zeroed device buffer of `bytes` bytes on this batch's GPU (e.g. for [`Batch::gray84`]).
     pub fn alloc(&self, bytes: usize) -> Result<CudaSlice<u8>, Error> {
         self.gpu.alloc(bytes)

@@ -187,6 +187,7 @@ pub(crate) struct Gpu {
     step: CudaFunction,
     reset: CudaFunction,
     gather_ram: CudaFunction,
+    write_ram: CudaFunction,
     gray84: CudaFunction,
     rgb: CudaFunction,
     draw_lines: CudaFunction,
@@ -243,6 +244,7 @@ impl Gpu {
             step: f("nesle_step")?,
             reset: f("nesle_reset_from_bank")?,
             gather_ram: f("nesle_gather_ram")?,
+            write_ram: f("nesle_write_ram")?,
             gray84: f("nesle_gray84")?,
             rgb: f("nesle_rgb")?,
             draw_lines: f("nesle_draw_lines")?,
@@ -622,6 +624,47 @@ impl Gpu {
         packing: Packing,
     ) -> Result<(), Error> {
         self.gather_ram_at(states, out, 0, n_envs, packing)
+    }
+
+    /// Launches `nesle_write_ram`: RAM byte `addr` of every env where `mask` is nonzero becomes
+    /// `values[env]` (its low byte), or `value` with no `values`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn write_ram(
+        &self,
+        states: &mut CudaSlice<u8>,
+        mask: &CudaSlice<u8>,
+        values: Option<&CudaSlice<u32>>,
+        value: u8,
+        addr: usize,
+        n_envs: usize,
+        packing: Packing,
+    ) -> Result<(), Error> {
+        let stride = packing.stride();
+        check_len("states", states.len(), n_envs * stride)?;
+        check_len("mask", mask.len(), n_envs)?;
+        if let Some(v) = values {
+            check_len("values", v.len() * 4, n_envs * 4)?;
+        }
+        if addr >= 0x800 {
+            return Err(Error::BadArgument(format!("RAM address {addr} past 2047")));
+        }
+        if n_envs == 0 {
+            return Ok(());
+        }
+        let (n, st, value, addr) = (n_envs as u32, stride as u32, u32::from(value), addr as u32);
+        let null: u64 = 0;
+        let mut b = self.stream.launch_builder(&self.write_ram);
+        b.arg(states).arg(&st).arg(mask);
+        match values {
+            Some(v) => b.arg(v),
+            None => b.arg(&null),
+        };
+        b.arg(&value).arg(&addr).arg(&n);
+        // SAFETY: matches `nesle_write_ram(u8*, u32, const u8*, const u32*, u32, u32, u32)`, a
+        // null u64 standing for no `values`; lengths checked above; `addr` < 2048 keeps the
+        // write inside the env's RAM (RAM sits in every packing's head, at its FlatState offset).
+        unsafe { b.launch(grid(n_envs)) }.map_err(cuda)?;
+        Ok(())
     }
 
     /// Launches `nesle_gray84`: `n_envs` pictures to 84x84 grayscale in `out`.

@@ -147,6 +147,48 @@ pub(crate) fn bool_mask(mask: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<V
     Ok(view.iter().copied().collect())
 }
 
+/// What `write_ram` writes: one byte for every masked console, or a byte each.
+pub(crate) enum RamValue {
+    One(u8),
+    Each(Vec<u8>),
+}
+
+/// `write_ram`'s value: an int 0..255, or a uint8 array of shape (n,) (a byte per console).
+pub(crate) fn ram_value(value: &Bound<'_, PyAny>, n: usize) -> PyResult<RamValue> {
+    if let Ok(arr) = value.cast::<PyArrayDyn<u8>>() {
+        let ro = arr.try_readonly().map_err(|e| PyValueError::new_err(format!("value: {e}")))?;
+        let view = ro.as_array();
+        if view.shape() != [n] {
+            return Err(PyValueError::new_err(format!(
+                "value must be a byte or a uint8 array of shape ({n},), got shape {}",
+                py_shape(view.shape())
+            )));
+        }
+        return Ok(RamValue::Each(view.iter().copied().collect()));
+    }
+    let not_a_byte = || {
+        PyTypeError::new_err(format!(
+            "value must be a byte or a numpy.ndarray of dtype uint8 and shape ({n},), got {}",
+            describe(value)
+        ))
+    };
+    if value.cast::<PyUntypedArray>().is_ok() {
+        return Err(not_a_byte());
+    }
+    // A bool keeps int's own message; any other non-int gets this one.
+    let v = int(value).map_err(|e| {
+        if e.is_instance_of::<PyTypeError>(value.py()) && !value.is_instance_of::<PyBool>() {
+            not_a_byte()
+        } else {
+            e
+        }
+    })?;
+    if !(0..=255).contains(&v) {
+        return Err(PyValueError::new_err(format!("value must be a byte (0..255), got {v}")));
+    }
+    Ok(RamValue::One(v as u8))
+}
+
 /// Button bitmasks of shape (n,) (pad 1) or (n, 2) (both pads) -> one `[pad1, pad2]` each.
 pub(crate) fn button_pads(actions: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<[u8; 2]>> {
     let arr = actions.cast::<PyArrayDyn<u8>>().map_err(|_| {
@@ -476,26 +518,30 @@ impl CpuBatch {
 
     /// Write `value` into work RAM at `addr` (0..2048) of every console where `mask` is true
     /// (all when `None`): the RAM hacks gym-* environments use to pick a level at the title.
+    /// `value` is a byte, or a uint8 array of a byte per console.
     #[pyo3(signature = (addr, value, mask = None))]
     fn write_ram(
         &mut self,
         #[pyo3(from_py_with = int)] addr: i64,
-        #[pyo3(from_py_with = int)] value: i64,
+        value: &Bound<'_, PyAny>,
         mask: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         if !(0..RAM_SIZE as i64).contains(&addr) {
             return Err(PyValueError::new_err(format!("addr must be between 0 and {}, got {addr}", RAM_SIZE - 1)));
         }
-        if !(0..=255).contains(&value) {
-            return Err(PyValueError::new_err(format!("value must be a byte (0..255), got {value}")));
-        }
+        let n = self.consoles.len();
+        let value = ram_value(value, n)?;
         let mask = self.mask(mask)?;
         self.check()?;
-        let (addr, value) = (addr as usize, value as u8);
+        let addr = addr as usize;
         let rows = self.ram.as_mut_slice().chunks_mut(RAM_SIZE);
-        for ((c, row), _) in self.consoles.iter_mut().zip(rows).zip(&mask).filter(|(_, &m)| m) {
-            c.bus.ram[addr] = value;
-            row[addr] = value;
+        for (i, ((c, row), _)) in self.consoles.iter_mut().zip(rows).zip(&mask).enumerate().filter(|(_, (_, &m))| m) {
+            let v = match &value {
+                RamValue::One(v) => *v,
+                RamValue::Each(each) => each[i],
+            };
+            c.bus.ram[addr] = v;
+            row[addr] = v;
         }
         Ok(())
     }

