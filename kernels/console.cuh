@@ -472,6 +472,14 @@ NESLE_DEV void nes_step_slot(u8* states, u32 stride, u32 packing, const u8* prg,
     if (active && ran) ran[env] = (r < 0xffffu ? r : 0xffffu) << 16 | n.st.cpu_pc;
 }
 
+// RAM byte `addr` of env `env` becomes values[env] (its low byte), or `value` when `values` is
+// null, if mask[env] != 0 (nesle_write_ram; on the host, nesle_host_write_ram). RAM sits in every
+// packing's head, at its FlatState offset, and no other part of a state caches it.
+NESLE_FN void nes_write_ram(u8* states, u32 stride, const u8* mask, const u32* values, u32 value, u32 addr, u32 env) {
+    if (!mask[env]) return;
+    states[(u64)env * stride + __builtin_offsetof(FlatState, ram) + addr] = (u8)(values ? values[env] : value);
+}
+
 // Copies one packed state (`stride` bytes, a multiple of 8) 8 bytes at a time.
 NESLE_FN void nes_copy_packed(u8* dst, const u8* src, u32 stride) {
     u64* d = (u64*)dst;

@@ -26,6 +26,12 @@ extern "C" void nesle_host_code_words(const u8* prg, u32 len, u32* out) {
     for (u32 i = 0; i < len; i++) out[i] = cpu_code_word(prg, len, i);
 }
 
+// nesle_write_ram's body over packed states, one env after the other.
+extern "C" void nesle_host_write_ram(u8* states, u32 stride, const u8* mask, const u32* values, u32 value, u32 addr,
+                                     u32 n_envs) {
+    for (u32 env = 0; env < n_envs; env++) nes_write_ram(states, stride, mask, values, value, addr, env);
+}
+
 extern "C" u32 nesle_host_state_size(void) { return (u32)sizeof(FlatState); }
 
 extern "C" u32 nesle_host_line_log_size(void) { return (u32)sizeof(LineLog); }

@@ -78,12 +78,10 @@ extern "C" __global__ void nesle_gather_ram(const u8* states, u32 stride, u8* ou
 }
 
 // RAM byte `addr` of every env where mask[env] != 0 becomes values[env] (the low byte), or
-// `value` when `values` is null: a game's RAM writes (a skipped frame's timer, a reset's RNG
-// seed) without the states crossing to the host. RAM sits in the packed head, at its FlatState
-// offset, and no other part of a state caches it.
+// `value` when `values` is null (console.cuh `nes_write_ram`): a game's RAM writes (a skipped
+// frame's timer, a reset's RNG seed) without the states crossing to the host.
 extern "C" __global__ void nesle_write_ram(u8* states, u32 stride, const u8* mask, const u32* values, u32 value, u32 addr,
                                            u32 n_envs) {
     u32 env = blockIdx.x * blockDim.x + threadIdx.x;
-    if (env >= n_envs || !mask[env]) return;
-    states[(u64)env * stride + __builtin_offsetof(FlatState, ram) + addr] = (u8)(values ? values[env] : value);
+    if (env < n_envs) nes_write_ram(states, stride, mask, values, value, addr, env);
 }

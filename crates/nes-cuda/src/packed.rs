@@ -156,4 +156,32 @@ mod tests {
             assert_eq!(p.unpack_all(&p.pack_all(&[back, back])), vec![back, back]);
         }
     }
+
+    #[test]
+    fn the_ram_write_kernel_changes_one_byte_of_each_masked_envs_ram_in_every_packing() {
+        let mut states = [numbered(), numbered(), numbered()];
+        for (i, s) in states.iter_mut().enumerate() {
+            s.ram[0x7FF] = i as u8; // the envs differ
+        }
+        let mask = [1u8, 0, 7]; // any nonzero byte masks
+        for bits in 0..8 {
+            let p = Packing(bits);
+            for (addr, values) in [(0x000, None), (0x7FF, Some([0x101u32, 0x22, 0x33])), (0x3AB, Some([9, 9, 0xFF]))] {
+                let mut packed = p.pack_all(&states);
+                crate::launch::host_write_ram(
+                    &mut packed,
+                    p.stride(),
+                    &mask,
+                    values.as_ref().map(|v| &v[..]),
+                    0xA5,
+                    addr,
+                );
+                let mut want = p.unpack_all(&p.pack_all(&states));
+                for (i, w) in want.iter_mut().enumerate().filter(|(i, _)| mask[*i] != 0) {
+                    w.ram[addr] = values.map_or(0xA5, |v| v[i] as u8);
+                }
+                assert_eq!(p.unpack_all(&packed), want, "packing {bits} address {addr:#x}");
+            }
+        }
+    }
 }

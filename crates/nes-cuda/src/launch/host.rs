@@ -74,6 +74,16 @@ extern "C" {
     #[cfg(test)]
     fn nesle_host_lines_vert_check() -> u32;
     #[cfg(test)]
+    fn nesle_host_write_ram(
+        states: *mut u8,
+        stride: u32,
+        mask: *const u8,
+        values: *const u32,
+        value: u32,
+        addr: u32,
+        n_envs: u32,
+    );
+    #[cfg(test)]
     fn nesle_host_order(ran: *const u32, pairs: *mut u64, order: *mut u32, n: u32, padded: u32, tile: u32);
 }
 
@@ -330,6 +340,35 @@ pub(crate) fn host_order(ran: &[u32], tile: usize) -> Vec<u32> {
         nesle_host_order(ran.as_ptr(), pairs.as_mut_ptr(), order.as_mut_ptr(), n as u32, padded as u32, tile as u32)
     };
     order
+}
+
+/// The host build of `nesle_write_ram` over `packed` (states of `stride` bytes): RAM byte
+/// `addr` of env i becomes `values[i]`, or `value` with no `values`, where `mask[i] != 0`.
+#[cfg(test)]
+pub(crate) fn host_write_ram(
+    packed: &mut [u8],
+    stride: usize,
+    mask: &[u8],
+    values: Option<&[u32]>,
+    value: u8,
+    addr: usize,
+) {
+    let n = mask.len();
+    assert!(packed.len() == n * stride && values.is_none_or(|v| v.len() == n) && addr < 0x800);
+    let values = values.map_or(std::ptr::null(), <[u32]>::as_ptr);
+    // SAFETY: `packed` holds n states of `stride` bytes, `mask` (and `values`, if given) n
+    // entries, and addr < 2048 keeps each write inside an env's RAM; it keeps no pointer.
+    unsafe {
+        nesle_host_write_ram(
+            packed.as_mut_ptr(),
+            stride as u32,
+            mask.as_ptr(),
+            values,
+            u32::from(value),
+            addr as u32,
+            n as u32,
+        )
+    };
 }
 
 /// How many of the 32,768 values of `v` the line renderer's closed form of the frame's 240
