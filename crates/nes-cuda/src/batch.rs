@@ -851,21 +851,12 @@ impl Batch {
     /// As [`Batch::write_ram`], env i's byte `values[i]` (e.g. a reset's RNG seed, its own for
     /// each env).
     pub fn write_ram_each(&mut self, addr: usize, values: &[u8], mask: &[u8]) -> Result<(), Error> {
-        if values.len() != self.n_envs {
-            return Err(Error::BadArgument(format!("{} values for {} envs", values.len(), self.n_envs)));
-        }
         self.write_ram_with(addr, mask, Some(values), 0)
     }
 
     /// `values`: a byte per env, or `value` for all.
     fn write_ram_with(&mut self, addr: usize, mask: &[u8], values: Option<&[u8]>, value: u8) -> Result<(), Error> {
-        if mask.len() != self.n_envs {
-            return Err(Error::BadArgument(format!("a mask of {} for {} envs", mask.len(), self.n_envs)));
-        }
-        if addr >= 0x800 {
-            return Err(Error::BadArgument(format!("RAM address {addr} past 2047")));
-        }
-        if !mask.iter().any(|&m| m != 0) {
+        if !check_ram_write(self.n_envs, addr, mask, values)? {
             return Ok(());
         }
         self.gpu.upload(mask, &mut self.mask, 0)?;
@@ -1017,6 +1008,19 @@ fn check_picks(mask: &[u8], pick: &[u32], bank_len: usize) -> Result<(), Error> 
     }
 }
 
+/// A RAM write's arguments checked for `n_envs` envs (a mask and any values an entry each, the
+/// address inside the 2 KiB of RAM); whether any env is masked.
+fn check_ram_write(n_envs: usize, addr: usize, mask: &[u8], values: Option<&[u8]>) -> Result<bool, Error> {
+    if mask.len() != n_envs || values.is_some_and(|v| v.len() != n_envs) {
+        let values = values.map_or(String::new(), |v| format!(" and {} values", v.len()));
+        return Err(Error::BadArgument(format!("a mask of {}{values} for {n_envs} envs", mask.len())));
+    }
+    if addr >= 0x800 {
+        return Err(Error::BadArgument(format!("RAM address {addr} past 2047")));
+    }
+    Ok(mask.iter().any(|&m| m != 0))
+}
+
 /// Whether the step after `steps` steps regroups first: every `every`-th (0: never), not the
 /// first, and only with more than one warp of envs.
 fn regroup_due(every: u32, n_envs: usize, steps: u64) -> bool {
@@ -1094,6 +1098,20 @@ mod tests {
         assert!(matches!(&err, Error::BadArgument(why) if why.contains("env 1") && why.contains("bank of 3")), "{err}");
         assert!(check_picks(&[0, 0], &[u32::MAX, 5], 1).is_ok());
         assert!(check_picks(&[0, 7], &[0, u32::MAX], 1).is_err(), "any nonzero byte masks");
+    }
+
+    #[test]
+    fn a_ram_write_needs_an_entry_per_env_and_an_address_inside_ram() {
+        assert!(check_ram_write(3, 0x7FF, &[0, 2, 0], None).unwrap(), "any nonzero byte masks");
+        assert!(!check_ram_write(3, 0, &[0, 0, 0], Some(&[1, 2, 3])).unwrap(), "nothing to write");
+        for (addr, mask, values, why) in [
+            (0x800, &[1u8, 1, 1][..], None, "address 2048 past 2047"),
+            (0, &[1, 1][..], None, "a mask of 2 for 3 envs"),
+            (0, &[1, 1, 1][..], Some(&[0u8, 0][..]), "a mask of 3 and 2 values for 3 envs"),
+        ] {
+            let err = check_ram_write(3, addr, mask, values).unwrap_err();
+            assert!(matches!(&err, Error::BadArgument(w) if w.contains(why)), "{err}");
+        }
     }
 
     fn nrom() -> Vec<u8> {
