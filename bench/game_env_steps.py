@@ -71,7 +71,7 @@ def main() -> None:
         print(json.dumps(rows[-1]), flush=True)
     print(json.dumps({"command": "python3 bench/game_env_steps.py " + " ".join(
         [f"--game {a.game}", f"--backend {a.backend}", "--envs", *map(str, a.envs),
-         f"--steps {a.steps}"] + ([f"--done {a.done}"] if a.done else [])
+         f"--warmup {a.warmup}", f"--steps {a.steps}"] + ([f"--done {a.done}"] if a.done else [])
         + ([f"--max-episode-steps {a.max_episode_steps}"] if a.max_episode_steps else [])
         + (["--skip-cutscenes"] if a.skip_cutscenes else [])),
         "machine": platform.node(), "rows": rows}))  # fmt: skip

@@ -166,9 +166,9 @@ class CudaBatch:
     asynchronous; the host-copy verbs (``ram``, ``pixels``, ``rgb``, ``step_trace``,
     ``save_state``, ``frame_counts``, ``faults``), ``synchronize`` and DLPack exports wait for it.
 
-    ``write_ram``, ``set_render``, ``reset(soft=True)`` and controller-2 buttons are applied by
-    downloading, editing and re-uploading the touched consoles' states (12.6 KiB each for SMB, at most 23 KiB): meant for
-    reset time, not every step. Known difference: a hard ``reset`` leaves the picture buffer as
+    ``set_render``, ``reset(soft=True)`` and controller-2 buttons are applied by downloading,
+    editing and re-uploading the touched consoles' states (12.6 KiB each for SMB, at most 23
+    KiB): meant for reset time, not every step. ``write_ram`` runs on the GPU. Known difference: a hard ``reset`` leaves the picture buffer as
     it was (``CpuBatch`` clears it) until the next frame is drawn.
     """
 

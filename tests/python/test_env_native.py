@@ -61,6 +61,9 @@ def test_write_ram_takes_a_byte_for_each_console(blank_rom):
     np.testing.assert_array_equal(after, before)  # nothing else changed
     b.write_ram(0x124, values)
     assert b.ram()[:, 0x124].tolist() == values.tolist()
+    for one in (np.uint8(5), np.array(6), np.array(7, np.uint8)):  # one number, as an int is
+        b.write_ram(0x125, one)
+        assert (b.ram()[:, 0x125] == int(one)).all()
 
 
 @pytest.mark.parametrize(
@@ -71,8 +74,10 @@ def test_write_ram_takes_a_byte_for_each_console(blank_rom):
         (np.zeros(4, np.int64), TypeError, "dtype uint8 and shape \\(4,\\), got ndarray of dtype int64"),
         ([1, 2, 3, 4], TypeError, "a byte or a numpy.ndarray"),
         (1.5, TypeError, "a byte or a numpy.ndarray"),
+        (np.array(1.5), TypeError, "a byte or a numpy.ndarray"),
+        (np.array(256), ValueError, r"a byte \(0..255\), got 256"),
     ],
-    ids=["short", "2d", "int64", "list", "float"],
+    ids=["short", "2d", "int64", "list", "float", "0-d float", "0-d 256"],
 )
 def test_write_ram_refuses_values_of_another_shape_or_kind(blank_rom, value, error, match):
     b = nesle.CpuBatch(blank_rom, 4)

@@ -153,9 +153,17 @@ pub(crate) enum RamValue {
     Each(Vec<u8>),
 }
 
-/// `write_ram`'s value: an int 0..255, or a uint8 array of shape (n,) (a byte per console).
+/// `write_ram`'s value: an int 0..255 (a 0-d array too, as for every int argument), or a uint8
+/// array of shape (n,) (a byte per console).
 pub(crate) fn ram_value(value: &Bound<'_, PyAny>, n: usize) -> PyResult<RamValue> {
-    if let Ok(arr) = value.cast::<PyArrayDyn<u8>>() {
+    let not_a_byte = || {
+        PyTypeError::new_err(format!(
+            "value must be a byte or a numpy.ndarray of dtype uint8 and shape ({n},), got {}",
+            describe(value)
+        ))
+    };
+    if value.cast::<PyUntypedArray>().is_ok_and(|a| a.ndim() > 0) {
+        let arr = value.cast::<PyArrayDyn<u8>>().map_err(|_| not_a_byte())?;
         let ro = arr.try_readonly().map_err(|e| PyValueError::new_err(format!("value: {e}")))?;
         let view = ro.as_array();
         if view.shape() != [n] {
@@ -165,15 +173,6 @@ pub(crate) fn ram_value(value: &Bound<'_, PyAny>, n: usize) -> PyResult<RamValue
             )));
         }
         return Ok(RamValue::Each(view.iter().copied().collect()));
-    }
-    let not_a_byte = || {
-        PyTypeError::new_err(format!(
-            "value must be a byte or a numpy.ndarray of dtype uint8 and shape ({n},), got {}",
-            describe(value)
-        ))
-    };
-    if value.cast::<PyUntypedArray>().is_ok() {
-        return Err(not_a_byte());
     }
     // A bool keeps int's own message; any other non-int gets this one.
     let v = int(value).map_err(|e| {

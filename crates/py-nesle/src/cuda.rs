@@ -7,9 +7,9 @@
 //! verbs (`ram_tensor`, `pixels_tensor`, and `step` given a CUDA tensor) never touch the host;
 //! see `dlpack.rs` for their lifetime and stream rules.
 //!
-//! nes-cuda's `Batch` runs steps, bulk resets from a bank of states, and whole-state uploads.
-//! The verbs it has no kernel for (`write_ram`, `set_render`, soft `reset`, controller 2) are
-//! *patches*: download the affected envs' states, edit them on the host, upload them through
+//! nes-cuda's `Batch` runs steps, bulk resets from a bank of states, RAM writes (`write_ram`,
+//! which a game's env may call every step) and whole-state uploads. The verbs it has no kernel
+//! for (`set_render`, soft `reset`, controller 2) are *patches*: download the affected envs' states, edit them on the host, upload them through
 //! the reset bank. They move one packed state per touched env (12.6 KiB for SMB, at most
 //! 23 KiB), so they are for reset-time work, and a host mirror of each env's render switch and
 //! controller-2 buttons keeps the common case (no change) free.

@@ -110,6 +110,8 @@ def _tetris_seed(batch: Any, mask: np.ndarray, rng: np.random.Generator) -> None
     # frames run with their own seeds, and the bytes written here choose the later pieces. Two
     # bytes for each restarted env in env order (the draws of two bytes an env, one at a time).
     idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return
     seeds = np.zeros((len(mask), 2), np.uint8)
     seeds[idx] = rng.integers(0, 256, (idx.size, 2))
     for offset in range(2):
