@@ -791,13 +791,14 @@ def test_an_output_tensor_at_an_odd_byte_offset_is_refused_and_cuda_goes_on(smb_
 
 def test_a_batch_past_one_gather_run_gathers_every_env(smb_rom):
     """The RAM gather launches in runs of 2^22 envs (nes-cuda launch.rs `GATHER_RUN`); this
-    batch has a second run of 3. A few envs on either side of the seam get buttons of their own
-    (SMB keeps the pad's bits in RAM), so a run that read or wrote another run's envs shows.
+    batch has a second run of 5. A few envs on either side of the seam get buttons of their own
+    (SMB keeps the pad's bits in RAM), so a run that read or wrote another run's envs shows; the
+    idle envs checked lie in both runs.
     ~65 GB of GPU memory and ~9 GB of host memory: a GPU with less free memory cannot run it."""
     free, _ = torch.cuda.mem_get_info()
     if free < 66e9:
         pytest.skip(f"needs ~65 GB of free GPU memory, {free / 1e9:.0f} GB free here")
-    n = 2**22 + 3
+    n = 2**22 + 5
     probes = [0, 2**22 - 1, 2**22, 2**22 + 1, n - 1]
     buttons = [nesle.BUTTON_A, nesle.BUTTON_B, nesle.BUTTON_SELECT, nesle.BUTTON_LEFT, nesle.BUTTON_RIGHT]
     gpu = _native.CudaBatch(smb_rom, n, render=False)
@@ -813,5 +814,5 @@ def test_a_batch_past_one_gather_run_gathers_every_env(smb_rom):
     ram = gpu.ram()
     assert ram.shape == (n, 2048)
     np.testing.assert_array_equal(ram[probes], want[:-1])
-    for i in (1, 2**21, 2**22 - 2, n - 2):
+    for i in (1, 2**21, 2**22 - 2, 2**22 + 2, n - 2):
         np.testing.assert_array_equal(ram[i], want[-1], err_msg=f"env {i}")
