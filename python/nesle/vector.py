@@ -28,8 +28,11 @@ Autoreset (``autoreset_mode=``, gymnasium's modes; the mode is in ``metadata["au
   action and restarts it, returning the first observation of the next episode with reward 0,
   ``terminated`` and ``truncated`` False, and the start's info. (The console still runs that
   step's frames, as the batch steps every console at once; the restart then replaces them.)
-- ``AutoresetMode.DISABLED`` (or ``autoreset=False``): ended episodes are left as they are, to be
-  restarted by ``reset(options={"reset_mask": ...})`` (the one reset option: others are refused).
+- ``AutoresetMode.DISABLED`` (or ``autoreset=False``): ended episodes are not restarted; restart
+  them with ``reset(options={"reset_mask": ...})`` (the one reset option: others are refused).
+  Until then their consoles play on with the actions given, as the batch steps every console,
+  and their steps report what the game's reward and done make of it (gymnasium's
+  ``SyncVectorEnv`` refuses such a step instead).
 
 Observations (``obs=``), per console, with ``frame_stack=k > 1`` (at most 1024) stacking the last
 k along a new leading axis (the oldest first):

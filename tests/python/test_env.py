@@ -386,6 +386,25 @@ def test_next_step_autoreset_steps_as_gymnasiums_sync_vector_env():
     assert ends >= 4 and restarts >= 2  # deaths and truncations both came, and restarts
 
 
+def test_disabled_autoreset_plays_an_ended_episode_on_until_a_masked_reset():
+    """DISABLED: an episode's end restarts nothing; the console plays on with the actions given
+    (as one that never ended), its steps truncated, until a masked reset restarts it."""
+    ours = nesle.make_vec("smb", 2, autoreset=False, max_episode_steps=3)
+    endless = nesle.make_vec("smb", 2)
+    start, _ = endless.reset(seed=0)
+    ours.reset(seed=0)
+    actions = np.array([RIGHT_B, 0])
+    for t in range(6):
+        obs, _, terminated, truncated, _ = ours.step(actions)
+        want, *_ = endless.step(actions)
+        np.testing.assert_array_equal(obs, want)
+        assert truncated.tolist() == [t >= 2] * 2 and not terminated.any(), t
+    obs, _ = ours.reset(options={"reset_mask": np.array([True, False])})
+    np.testing.assert_array_equal(obs[0], start[0])
+    np.testing.assert_array_equal(obs[1], want[1])
+    assert ours.step(actions)[3].tolist() == [False, True]
+
+
 def test_next_step_autoreset_lets_gymnasiums_vector_observation_wrappers_wrap_the_env():
     from gymnasium.wrappers import vector as wrappers
 
