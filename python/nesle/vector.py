@@ -29,7 +29,8 @@ Autoreset (``autoreset_mode=``, gymnasium's modes; the mode is in ``metadata["au
   ``terminated`` and ``truncated`` False, and the start's info. (The console still runs that
   step's frames, as the batch steps every console at once; the restart then replaces them.)
 - ``AutoresetMode.DISABLED`` (or ``autoreset=False``): ended episodes are not restarted; restart
-  them with ``reset(options={"reset_mask": ...})`` (the one reset option: others are refused).
+  them with ``reset(options={"reset_mask": ...})`` (the one reset option: others are refused;
+  a mask of no env restarts nothing, where gymnasium's ``SyncVectorEnv`` refuses it).
   Until then their consoles play on with the actions given, as the batch steps every console,
   and their steps report what the game's reward and done make of it (gymnasium's
   ``SyncVectorEnv`` refuses such a step instead).

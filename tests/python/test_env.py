@@ -399,6 +399,9 @@ def test_disabled_autoreset_plays_an_ended_episode_on_until_a_masked_reset():
         want, *_ = endless.step(actions)
         np.testing.assert_array_equal(obs, want)
         assert truncated.tolist() == [t >= 2] * 2 and not terminated.any(), t
+    obs, info = ours.reset(options={"reset_mask": np.zeros(2, bool)})  # restarts nothing
+    np.testing.assert_array_equal(obs, want)
+    assert not info["_elapsed_steps"].any()
     obs, _ = ours.reset(options={"reset_mask": np.array([True, False])})
     np.testing.assert_array_equal(obs[0], start[0])
     np.testing.assert_array_equal(obs[1], want[1])
