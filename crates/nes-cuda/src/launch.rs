@@ -813,19 +813,8 @@ impl Gpu {
         }
         let stride = packing.stride();
         let st = stride as u32;
-        if n_envs <= GATHER_RUN {
-            let n = n_envs as u32;
-            let mut view = out.slice_mut(at..at + n_envs * 0x800);
-            let mut b = self.stream.launch_builder(&self.gather_ram);
-            b.arg(states).arg(&st).arg(&mut view).arg(&n);
-            // SAFETY: matches `nesle_gather_ram(const u8*, u32, u8*, u32)`; lengths checked (RAM
-            // sits in every packing's head, at its FlatState offset), on a view of exactly
-            // n_envs * 2048 bytes; a thread a word, those past the last env's return.
-            unsafe { b.launch(grid_of(n_envs * (0x800 / 8), 256)) }.map_err(cuda)?;
-            return Ok(());
-        }
-        // A thread a word: past GATHER_RUN envs, runs of that many keep a launch's threads well
-        // inside u32.
+        // A thread a word: runs of GATHER_RUN envs keep a launch's threads well inside u32 (a
+        // batch of up to that many is one run).
         for (first, count) in runs(n_envs, GATHER_RUN) {
             let n = count as u32;
             let src = states.slice(first * stride..(first + count) * stride);
@@ -961,6 +950,7 @@ mod tests {
         assert_eq!(runs(10, 4).collect::<Vec<_>>(), [(0, 4), (4, 4), (8, 2)]);
         assert_eq!(runs(8, 4).collect::<Vec<_>>(), [(0, 4), (4, 4)]);
         assert_eq!(runs(0, 4).count(), 0);
+        assert_eq!(runs(3, 4).collect::<Vec<_>>(), [(0, 3)], "up to a run's size: one launch");
         assert_eq!(step_grid(1 << 20, 128, u32::MAX, 8).grid_dim.0, (1 << 20) / 128, "no overflow");
     }
 }
