@@ -168,8 +168,9 @@ class CudaBatch:
 
     ``set_render``, ``reset(soft=True)`` and controller-2 buttons are applied by downloading,
     editing and re-uploading the touched consoles' states (12.6 KiB each for SMB, at most 23
-    KiB): meant for reset time, not every step. ``write_ram`` runs on the GPU. Known difference: a hard ``reset`` leaves the picture buffer as
-    it was (``CpuBatch`` clears it) until the next frame is drawn.
+    KiB): meant for reset time, not every step. ``write_ram`` runs on the GPU. Known
+    difference: a hard ``reset`` leaves the picture buffer as it was (``CpuBatch`` clears it)
+    until the next frame is drawn.
     """
 
     def __new__(

@@ -9,10 +9,11 @@
 //!
 //! nes-cuda's `Batch` runs steps, bulk resets from a bank of states, RAM writes (`write_ram`,
 //! which a game's env may call every step) and whole-state uploads. The verbs it has no kernel
-//! for (`set_render`, soft `reset`, controller 2) are *patches*: download the affected envs' states, edit them on the host, upload them through
-//! the reset bank. They move one packed state per touched env (12.6 KiB for SMB, at most
-//! 23 KiB), so they are for reset-time work, and a host mirror of each env's render switch and
-//! controller-2 buttons keeps the common case (no change) free.
+//! for (`set_render`, soft `reset`, controller 2) are *patches*: download the affected envs'
+//! states, edit them on the host, upload them through the reset bank. They move one packed
+//! state per touched env (12.6 KiB for SMB, at most 23 KiB), so they are for reset-time work,
+//! and a host mirror of each env's render switch and controller-2 buttons keeps the common case
+//! (no change) free.
 //!
 //! Pixels: a batch built with `render=False` has no picture buffer (60 KiB per env); the first
 //! step after any env's render switch is turned on rebuilds the batch with one (views made
